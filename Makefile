@@ -1,0 +1,45 @@
+# parlai-docgraph: two commands on a fresh machine.
+#   make demo   bootstraps .venv and runs the main job on the bundled sample, offline
+#   make test   bootstraps .venv and runs the test suite (what .ci/run calls)
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.deps-installed
+DATA   ?= data
+# Offline by default: no hub or dataset downloads at run time.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export PARLAI_DOCGRAPH_OFFLINE := 1
+
+.PHONY: install dev demo test clean
+
+$(STAMP): requirements/runtime.txt requirements/test.txt requirements/constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet --no-deps parlai==1.7.2
+	$(BIN)/pip install --quiet -r requirements/runtime.txt -r requirements/test.txt \
+		-c requirements/constraints.txt
+	touch $(STAMP)
+
+# The package itself is reinstalled every time so the venv never runs stale code.
+install: $(STAMP)
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation --force-reinstall .
+
+# Editable install for development: editable wheels do not carry the start-up .pth,
+# so it is copied next to them.
+dev: $(STAMP)
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+	cp parlai_docgraph_hook.pth "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
+
+demo: install
+	$(BIN)/parlai display_data -t docgraph:sample -n 3 --datapath $(DATA)
+	$(BIN)/parlai verify_data -t docgraph:sample --datapath $(DATA)
+	$(BIN)/parlai display_data -t docgraph:sample_kg -n 3 --datapath $(DATA)
+	$(BIN)/parlai verify_data -t docgraph:sample_kg --datapath $(DATA)
+
+test: install
+	$(BIN)/pytest -q tests
+
+clean:
+	rm -rf $(VENV) build *.egg-info

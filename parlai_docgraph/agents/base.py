@@ -1,0 +1,65 @@
+"""
+Behaviour every parlai-docgraph agent shares.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from parlai.core.opt import Opt
+
+
+def qualified_name(cls: type) -> str:
+    """
+    ``module.path:ClassName``, the form ParlAI's loader resolves anywhere.
+    """
+    return f"{cls.__module__}:{cls.__name__}"
+
+
+class FullyQualifiedOptMixin:
+    """
+    Record the agent's fully-qualified class path in ``opt['model']``.
+
+    A model trained with a short or registered name (``-m docgraph/graph_selector``,
+    ``@register_agent`` aliases) would otherwise save that name in ``<model_file>.opt``,
+    and reloading needs the same registration (ParlAI#4599). ``module:Class`` resolves
+    in any environment that has the package installed. Put this mixin first in the
+    bases so it runs before ParlAI saves the opt.
+    """
+
+    def __init__(self, opt: Opt, shared=None) -> None:
+        opt = self.qualify_opt(opt)
+        super().__init__(opt, shared)
+        self.opt = self.qualify_opt(self.opt)
+
+    @classmethod
+    def qualify_opt(cls, opt: Opt) -> Opt:
+        name = qualified_name(cls)
+        if opt.get("model") != name:
+            opt = Opt(opt)  # a copy that keeps ParlAI's Opt methods (dict.copy would not)
+            opt["model"] = name
+            override = opt.get("override")
+            if isinstance(override, dict) and "model" in override:
+                override = dict(override)
+                override["model"] = name
+                opt["override"] = override
+        return opt
+
+    @classmethod
+    def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
+        opt_from_disk = super().upgrade_opt(opt_from_disk)
+        return cls.qualify_opt(opt_from_disk)
+
+
+class NotBuiltYet(NotImplementedError):
+    """
+    Raised by an agent whose model is not part of this release yet.
+    """
+
+    def __init__(self, agent: str, what: str, issue: Optional[int] = None) -> None:
+        where = f" (tracked in issue #{issue})" if issue else ""
+        super().__init__(
+            f"{agent}: {what} is not part of this version of parlai-docgraph yet{where}. "
+            f"The name resolves so commands and saved opts stay valid, but nothing is "
+            f"trained or predicted."
+        )

@@ -1,0 +1,157 @@
+"""
+Wizard of Wikipedia teachers: ``docgraph:wow[:random_split|:topic_split]`` and the
+bundled ``docgraph:sample`` (same reader, bundled datapath).
+
+Messages carry the fields of ParlAI's ``WizardDialogKnowledgeTeacher`` (``text``,
+``labels``, ``chosen_topic``, ``knowledge``, ``title``, ``checked_sentence``,
+``label_candidates``) so any ParlAI agent works, plus the structure graph builders need:
+``knowledge_passages`` (``[[title, [sentence, ...]], ...]`` in pool order) and
+``checked_sentence_index`` (position of the gold sentence in the ``knowledge`` lines,
+-1 when no knowledge was used).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator, Optional, Tuple
+
+from parlai.core.message import Message
+from parlai.core.opt import Opt
+from parlai.core.params import ParlaiParser
+
+from .base import DocgraphDialogTeacher
+from .build import SAMPLE_DATAPATH, wow_file
+from .readers.wow import NO_PASSAGE, KnowledgeTurn, read_wow
+
+TOKEN_KNOWLEDGE = "__knowledge__"
+
+
+def split_file_name(datatype: str, split: str) -> str:
+    """
+    ``train`` -> ``train.json``; ``valid`` + ``topic_split`` -> ``valid_topic_split.json``.
+    """
+    dt = datatype.split(":")[0]
+    return "train.json" if dt == "train" else f"{dt}_{split}.json"
+
+
+def knowledge_message(
+    turn: KnowledgeTurn,
+    label_type: str,
+    separator: bool,
+    training: bool,
+    teacher_id: str,
+) -> Message:
+    """
+    Format one :class:`KnowledgeTurn` the way ParlAI's WoW knowledge teacher does.
+    """
+    sep = f" {TOKEN_KNOWLEDGE} " if separator else " "
+    lines = [f"{title}{sep}{sent}" for title, sent in turn.knowledge_lines()]
+    nochosen = f"{NO_PASSAGE} {NO_PASSAGE}"
+    text = turn.text
+    if label_type == "response":
+        labels = [turn.response]
+        cands = [] if training else list(turn.candidate_responses)
+    else:
+        if turn.previous_response is not None:
+            text = f"{turn.previous_response}\n{text}"
+        if turn.title == NO_PASSAGE:
+            labels = [nochosen]
+        else:
+            labels = [f"{turn.title}{sep}{turn.checked_sentence}"]
+        cands = [nochosen] + lines
+    msg = Message(
+        {
+            "id": teacher_id,
+            "text": text,
+            "labels": labels,
+            "chosen_topic": turn.chosen_topic,
+            "knowledge": "".join(line + "\n" for line in lines),
+            "title": turn.title,
+            "checked_sentence": turn.checked_sentence,
+            "knowledge_passages": [[t, list(s)] for t, s in turn.passages],
+            "checked_sentence_index": turn.gold_flat_index(),
+        }
+    )
+    if cands:  # ParlAI rejects an empty candidate list that lacks the label
+        msg["label_candidates"] = cands
+    if turn.multi_responses:
+        msg["multi_eval_labels"] = list(turn.multi_responses)
+        msg["multi_checked_sentences"] = list(turn.multi_checked_sentences)
+    return msg
+
+
+class WowTeacher(DocgraphDialogTeacher):
+    """
+    Wizard of Wikipedia, one example per Wizard turn, seen (``random_split``, default)
+    or unseen (``topic_split``) valid/test files.
+    """
+
+    TASK_OPTIONS = (("random_split", "topic_split"),)
+
+    @classmethod
+    def add_cmdline_args(
+        cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
+    ) -> ParlaiParser:
+        super().add_cmdline_args(parser, partial_opt)
+        group = parser.add_argument_group("docgraph Wizard of Wikipedia")
+        group.add_argument(
+            "--label-type",
+            type=str,
+            choices=["response", "chosen_sent"],
+            default="response",
+            help="label with the Wizard's response, or with the checked knowledge "
+            "sentence ('title sentence'; candidates are then the knowledge pool)",
+        )
+        group.add_argument(
+            "--include-knowledge-separator",
+            type="bool",
+            default=False,
+            help="put __knowledge__ between title and sentence in knowledge lines",
+        )
+        group.add_argument(
+            "--add-missing-turns",
+            type=str,
+            choices=["none", "train", "all"],
+            default="all",
+            help="keep the last Wizard turn of Wizard-first dialogues ('all', default), "
+            "or drop it like ParlAI's teacher does by default ('none'), or keep it in "
+            "train only",
+        )
+        return parser
+
+    def __init__(self, opt: Opt, shared=None) -> None:
+        opt = Opt(opt)  # keep Opt's methods; we add 'datafile' to our copy only
+        self.label_type = opt.get("label_type", "response")
+        self.separator = bool(opt.get("include_knowledge_separator", False))
+        split = self.parse_task_options(opt.get("task", ""))[0]
+        opt["datafile"] = self.locate(opt, split_file_name(opt["datatype"], split))
+        missing = opt.get("add_missing_turns", "all")
+        self.add_missing = missing == "all" or (
+            missing == "train" and opt["datatype"].startswith("train")
+        )
+        self.id = self.__class__.__name__.replace("Teacher", "").lower()
+        super().__init__(opt, shared)
+
+    def locate(self, opt: Opt, fname: str) -> str:
+        return wow_file(opt["datapath"], fname)
+
+    def setup_data(self, datafile: str) -> Iterator[Tuple[Message, bool]]:
+        training = self.datatype.startswith("train") and "evalmode" not in self.datatype
+        dialogues = read_wow(datafile, self.bad_rows, add_missing_turns=self.add_missing)
+        for turns in self.iterate_with_report(dialogues):
+            for i, turn in enumerate(turns):
+                msg = knowledge_message(turn, self.label_type, self.separator, training, self.id)
+                yield msg, i == 0
+
+
+class SampleTeacher(WowTeacher):
+    """
+    The bundled WoW-format sample (offline, the embedded default), read by the same
+    reader from the package's own datapath.
+    """
+
+    def locate(self, opt: Opt, fname: str) -> str:
+        path = os.path.join(SAMPLE_DATAPATH, "wizard_of_wikipedia", fname)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"bundled sample file missing from the package: {path}")
+        return path

@@ -1,0 +1,65 @@
+"""
+Shared fixtures: an offline environment, a temporary datapath, and a runner for the
+stock ``parlai`` / ``parlai-docgraph`` commands in a subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+
+BIN = Path(sys.executable).parent
+REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real"
+
+
+def offline_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    env = dict(os.environ)
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PARLAI_DOCGRAPH_OFFLINE="1")
+    env.update(extra or {})
+    return env
+
+
+def run_cli(
+    args: List[str], cwd: Path, env: Optional[Dict[str, str]] = None, timeout: int = 300
+) -> subprocess.CompletedProcess:
+    """
+    Run ``parlai``/``parlai-docgraph`` (from this venv) with the given arguments.
+    """
+    exe = BIN / args[0]
+    return subprocess.run(
+        [str(exe)] + args[1:],
+        cwd=str(cwd),
+        env=offline_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    for key, value in offline_env().items():
+        if key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "PARLAI_DOCGRAPH_OFFLINE"):
+            monkeypatch.setenv(key, value)
+
+
+@pytest.fixture
+def datapath(tmp_path: Path) -> Path:
+    path = tmp_path / "data"
+    path.mkdir()
+    return path
+
+
+def real_file(*parts: str) -> Path:
+    """
+    A file from ../shared/data/real, or skip the test when that folder is absent.
+    """
+    path = REAL.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"real sample not available: {path}")
+    return path
