@@ -63,3 +63,20 @@ def real_file(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"real sample not available: {path}")
     return path
+
+
+def teacher_acts(task: str, datapath: Path, datatype: str = "train:ordered", *args: str) -> list:
+    """
+    Every message one epoch of ``task`` produces, through ParlAI's own task creation.
+    """
+    from parlai.core.params import ParlaiParser
+    from parlai.core.teachers import create_task_agent_from_taskname
+
+    parser = ParlaiParser(True, False)
+    opt = parser.parse_args(["-t", task, "--datapath", str(datapath), "-dt", datatype, *args])
+    teacher = create_task_agent_from_taskname(opt)[0]
+    acts = []
+    for _ in range(teacher.num_examples()):
+        acts.append(teacher.act())
+    assert teacher.epoch_done()
+    return acts

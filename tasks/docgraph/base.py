@@ -4,6 +4,8 @@ Common base of the docgraph teachers: task-string options and bad-row reporting.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from typing import Iterable, List, Optional, Sequence
 
 from parlai.core.opt import Opt
@@ -40,10 +42,41 @@ class DocgraphDialogTeacher(DialogTeacher):
         )
         return parser
 
+    #: bump when a reader change alters example counts, to retire cached lengths
+    LENGTHS_VERSION = 1
+
     def __init__(self, opt: Opt, shared=None) -> None:
         self.task_flags = self.parse_task_options(opt.get("task", ""))
         self.bad_rows = BadRows(skip=bool(opt.get("skip_bad_rows", False)))
+        if opt.get("datafile") and not opt.get("length_datafile"):
+            opt = Opt(opt)
+            opt["length_datafile"] = self.length_cache_path(opt)
         super().__init__(opt, shared)
+
+    def count_options(self) -> tuple:
+        """
+        Options that change how many examples a file yields (part of the lengths key).
+        """
+        return (tuple(self.task_flags), self.bad_rows.skip)
+
+    def length_cache_path(self, opt: Opt) -> str:
+        """
+        Where ParlAI's streaming mode caches episode/example counts.
+
+        ParlAI writes ``<datafile>.lengths`` beside the data and trusts it forever, which
+        goes stale when the file or a count-changing option changes, and writes into the
+        installed package for bundled samples. The key here covers the file's identity
+        and size/mtime, the options and a version, under ``<datapath>/docgraph_cache``.
+        """
+        files = opt["datafile"] if isinstance(opt["datafile"], (list, tuple)) else [opt["datafile"]]
+        parts = [type(self).__name__, str(self.LENGTHS_VERSION), repr(self.count_options())]
+        for path in files:
+            stat = os.stat(path)
+            parts += [os.path.abspath(path), str(stat.st_size), str(stat.st_mtime_ns)]
+        key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+        folder = os.path.join(opt["datapath"], "docgraph_cache", "lengths")
+        os.makedirs(folder, exist_ok=True)
+        return os.path.join(folder, f"{type(self).__name__}-{key}.lengths")
 
     @classmethod
     def parse_task_options(cls, task: str) -> List[str]:

@@ -35,11 +35,7 @@ def split_file_name(datatype: str, split: str) -> str:
 
 
 def knowledge_message(
-    turn: KnowledgeTurn,
-    label_type: str,
-    separator: bool,
-    training: bool,
-    teacher_id: str,
+    turn: KnowledgeTurn, label_type: str, separator: bool, teacher_id: str
 ) -> Message:
     """
     Format one :class:`KnowledgeTurn` the way ParlAI's WoW knowledge teacher does.
@@ -50,7 +46,9 @@ def knowledge_message(
     text = turn.text
     if label_type == "response":
         labels = [turn.response]
-        cands = [] if training else list(turn.candidate_responses)
+        # Real WoW train turns have no candidate_responses; where a file has them
+        # (valid/test, the bundled sample) they are the candidates.
+        cands = list(turn.candidate_responses)
     else:
         if turn.previous_response is not None:
             text = f"{turn.previous_response}\n{text}"
@@ -132,15 +130,17 @@ class WowTeacher(DocgraphDialogTeacher):
         self.id = self.__class__.__name__.replace("Teacher", "").lower()
         super().__init__(opt, shared)
 
+    def count_options(self) -> tuple:
+        return super().count_options() + (self.label_type, self.add_missing)
+
     def locate(self, opt: Opt, fname: str) -> str:
         return wow_file(opt["datapath"], fname)
 
     def setup_data(self, datafile: str) -> Iterator[Tuple[Message, bool]]:
-        training = self.datatype.startswith("train") and "evalmode" not in self.datatype
         dialogues = read_wow(datafile, self.bad_rows, add_missing_turns=self.add_missing)
         for turns in self.iterate_with_report(dialogues):
             for i, turn in enumerate(turns):
-                msg = knowledge_message(turn, self.label_type, self.separator, training, self.id)
+                msg = knowledge_message(turn, self.label_type, self.separator, self.id)
                 yield msg, i == 0
 
 

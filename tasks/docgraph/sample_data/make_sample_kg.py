@@ -1,0 +1,514 @@
+"""
+Generate the bundled OpenDialKG-format sample (``docgraph:sample_kg``):
+``opendialkg/opendialkg.csv`` and ``opendialkg/opendialkg_triples.txt``.
+
+Written for parlai-docgraph by the project: the facts below are hand-authored common
+knowledge about films and books, the dialogues are templated from them; no row, line or
+sentence is copied from the OpenDialKG release (licence: CC BY 4.0, © the parlai-docgraph
+authors). Entity and relation names follow the
+official KG's spelling styles (``starred_actors``, ``~starred_actors``, ``Produced by``,
+``Award Won``, ``is-a``, disambiguated titles such as ``The Shining (Horror Film)``).
+
+The KG holds each fact in both directions, as the official file does: ``s<TAB>r<TAB>o``
+and ``o<TAB>~r<TAB>s``. Each dialogue walks the KG: a ``kgwalk/choose_path`` action of
+1-2 triples starts at an entity the dialogue already mentioned and precedes the chat
+message (same sender) that mentions every entity of the walk.
+
+    python tasks/docgraph/sample_data/make_sample_kg.py           # rewrite the files
+    python tasks/docgraph/sample_data/make_sample_kg.py --check   # exit 1 if they differ
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import random
+import re
+import sys
+from typing import Dict, List, Optional, Sequence, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT_DIR = os.path.join(HERE, "opendialkg")
+SEED = 20240607
+NUM_DIALOGUES = 60
+
+Triple = Tuple[str, str, str]
+
+# --------------------------------------------------------------------------------------
+# facts: title -> (year, directors, writers, actors, genres, music, language, extra)
+# --------------------------------------------------------------------------------------
+
+FILMS = {
+    "Inception": ("2010", ["Christopher Nolan"], ["Christopher Nolan"], ["Leonardo DiCaprio", "Joseph Gordon-Levitt", "Tom Hardy"], ["Science Fiction", "Thriller"], ["Hans Zimmer"], "English Language", {"Produced by": ["Emma Thomas"]}),
+    "The Dark Knight": ("2008", ["Christopher Nolan"], ["Jonathan Nolan", "Christopher Nolan"], ["Christian Bale", "Heath Ledger", "Gary Oldman"], ["Action", "Crime Fiction"], ["Hans Zimmer"], "English Language", {"Produced by": ["Emma Thomas"]}),
+    "Interstellar": ("2014", ["Christopher Nolan"], ["Jonathan Nolan", "Christopher Nolan"], ["Matthew McConaughey", "Anne Hathaway", "Jessica Chastain"], ["Science Fiction", "Drama"], ["Hans Zimmer"], "English Language", {"Produced by": ["Emma Thomas"]}),
+    "Memento": ("2000", ["Christopher Nolan"], ["Christopher Nolan"], ["Guy Pearce", "Carrie-Anne Moss"], ["Thriller", "Mystery"], [], "English Language", {}),
+    "The Prestige": ("2006", ["Christopher Nolan"], ["Jonathan Nolan", "Christopher Nolan"], ["Christian Bale", "Hugh Jackman", "Scarlett Johansson"], ["Drama", "Mystery"], [], "English Language", {"Adapted From": ["The Prestige (Science Fiction Book)"]}),
+    "Titanic": ("1997", ["James Cameron"], ["James Cameron"], ["Leonardo DiCaprio", "Kate Winslet"], ["Romance Film", "Drama"], ["James Horner"], "English Language", {}),
+    "Avatar": ("2009", ["James Cameron"], ["James Cameron"], ["Sam Worthington", "Zoe Saldana", "Sigourney Weaver"], ["Science Fiction", "Action"], ["James Horner"], "English Language", {}),
+    "Aliens": ("1986", ["James Cameron"], ["James Cameron"], ["Sigourney Weaver", "Michael Biehn"], ["Science Fiction", "Action"], ["James Horner"], "English Language", {}),
+    "The Terminator": ("1984", ["James Cameron"], ["James Cameron"], ["Arnold Schwarzenegger", "Linda Hamilton", "Michael Biehn"], ["Science Fiction", "Action"], [], "English Language", {"Sequel": ["Terminator 2: Judgment Day"]}),
+    "Terminator 2: Judgment Day": ("1991", ["James Cameron"], ["James Cameron"], ["Arnold Schwarzenegger", "Linda Hamilton"], ["Science Fiction", "Action"], [], "English Language", {}),
+    "The Revenant": ("2015", ["Alejandro González Iñárritu"], [], ["Leonardo DiCaprio", "Tom Hardy"], ["Drama", "Adventure"], [], "English Language", {}),
+    "The Wolf of Wall Street": ("2013", ["Martin Scorsese"], ["Terence Winter"], ["Leonardo DiCaprio", "Jonah Hill", "Margot Robbie"], ["Comedy", "Crime Fiction"], [], "English Language", {}),
+    "Goodfellas": ("1990", ["Martin Scorsese"], [], ["Robert De Niro", "Ray Liotta", "Joe Pesci"], ["Crime Fiction", "Drama"], [], "English Language", {}),
+    "Taxi Driver": ("1976", ["Martin Scorsese"], ["Paul Schrader"], ["Robert De Niro", "Jodie Foster"], ["Drama", "Thriller"], [], "English Language", {}),
+    "The Departed": ("2006", ["Martin Scorsese"], [], ["Leonardo DiCaprio", "Matt Damon", "Jack Nicholson"], ["Crime Fiction", "Thriller"], [], "English Language", {}),
+    "The Shining (Horror Film)": ("1980", ["Stanley Kubrick"], ["Stanley Kubrick"], ["Jack Nicholson", "Shelley Duvall"], ["Horror"], [], "English Language", {"Adapted From": ["The Shining"]}),
+    "A Clockwork Orange": ("1971", ["Stanley Kubrick"], ["Stanley Kubrick"], ["Malcolm McDowell"], ["Science Fiction", "Crime Fiction"], [], "English Language", {}),
+    "2001: A Space Odyssey": ("1968", ["Stanley Kubrick"], ["Stanley Kubrick", "Arthur C. Clarke"], ["Keir Dullea"], ["Science Fiction"], [], "English Language", {}),
+    "Jurassic Park": ("1993", ["Steven Spielberg"], ["Michael Crichton"], ["Sam Neill", "Laura Dern", "Jeff Goldblum"], ["Science Fiction", "Adventure"], ["John Williams"], "English Language", {"Produced by": ["Kathleen Kennedy"], "Adapted From": ["Jurassic Park (Techno-Thriller Book)"]}),
+    "Jaws": ("1975", ["Steven Spielberg"], [], ["Roy Scheider", "Richard Dreyfuss"], ["Thriller", "Adventure"], ["John Williams"], "English Language", {}),
+    "Saving Private Ryan": ("1998", ["Steven Spielberg"], [], ["Tom Hanks", "Matt Damon"], ["War film", "Drama"], ["John Williams"], "English Language", {}),
+    "Catch Me If You Can": ("2002", ["Steven Spielberg"], [], ["Leonardo DiCaprio", "Tom Hanks"], ["Crime Fiction", "Biographical film"], ["John Williams"], "English Language", {}),
+    "Forrest Gump": ("1994", ["Robert Zemeckis"], [], ["Tom Hanks", "Robin Wright"], ["Drama", "Comedy"], ["Alan Silvestri"], "English Language", {}),
+    "Cast Away": ("2000", ["Robert Zemeckis"], [], ["Tom Hanks", "Helen Hunt"], ["Drama", "Adventure"], ["Alan Silvestri"], "English Language", {}),
+    "Back to the Future": ("1985", ["Robert Zemeckis"], ["Robert Zemeckis"], ["Michael J. Fox", "Christopher Lloyd"], ["Science Fiction", "Comedy"], ["Alan Silvestri"], "English Language", {"Sequel": ["Back to the Future Part II"]}),
+    "Back to the Future Part II": ("1989", ["Robert Zemeckis"], [], ["Michael J. Fox", "Christopher Lloyd"], ["Science Fiction", "Comedy"], ["Alan Silvestri"], "English Language", {}),
+    "Pulp Fiction": ("1994", ["Quentin Tarantino"], ["Quentin Tarantino"], ["John Travolta", "Samuel L. Jackson", "Uma Thurman"], ["Crime Fiction"], [], "English Language", {"Produced by": ["Lawrence Bender"]}),
+    "Kill Bill Volume 1": ("2003", ["Quentin Tarantino"], ["Quentin Tarantino"], ["Uma Thurman", "Lucy Liu"], ["Action"], [], "English Language", {"Produced by": ["Lawrence Bender"]}),
+    "Django Unchained": ("2012", ["Quentin Tarantino"], ["Quentin Tarantino"], ["Jamie Foxx", "Christoph Waltz", "Leonardo DiCaprio", "Samuel L. Jackson"], ["Western"], [], "English Language", {}),
+    "The Matrix": ("1999", ["Lana Wachowski"], ["Lana Wachowski"], ["Keanu Reeves", "Laurence Fishburne", "Carrie-Anne Moss"], ["Science Fiction", "Action"], [], "English Language", {"Sequel": ["The Matrix Reloaded"]}),
+    "The Matrix Reloaded": ("2003", ["Lana Wachowski"], ["Lana Wachowski"], ["Keanu Reeves", "Laurence Fishburne", "Carrie-Anne Moss"], ["Science Fiction", "Action"], [], "English Language", {}),
+    "Speed": ("1994", ["Jan de Bont"], [], ["Keanu Reeves", "Sandra Bullock"], ["Action", "Thriller"], [], "English Language", {}),
+    "Gravity (Thriller Film)": ("2013", ["Alfonso Cuarón"], ["Alfonso Cuarón"], ["Sandra Bullock", "George Clooney"], ["Science Fiction", "Thriller"], [], "English Language", {}),
+    "Ocean's Eleven": ("2001", ["Steven Soderbergh"], [], ["George Clooney", "Brad Pitt", "Matt Damon", "Julia Roberts"], ["Crime Fiction", "Comedy"], [], "English Language", {}),
+    "Fight Club": ("1999", ["David Fincher"], [], ["Brad Pitt", "Edward Norton"], ["Drama", "Thriller"], [], "English Language", {}),
+    "Se7en": ("1995", ["David Fincher"], [], ["Brad Pitt", "Morgan Freeman"], ["Crime Fiction", "Mystery"], [], "English Language", {}),
+    "The Social Network": ("2010", ["David Fincher"], ["Aaron Sorkin"], ["Jesse Eisenberg", "Andrew Garfield"], ["Drama", "Biographical film"], [], "English Language", {}),
+    "Gone Girl (Thriller Film)": ("2014", ["David Fincher"], ["Gillian Flynn"], ["Ben Affleck", "Rosamund Pike"], ["Thriller", "Mystery"], [], "English Language", {"Adapted From": ["Gone Girl"]}),
+    "The Shawshank Redemption": ("1994", ["Frank Darabont"], ["Frank Darabont"], ["Tim Robbins", "Morgan Freeman"], ["Drama", "Crime Fiction"], [], "English Language", {"Adapted From": ["Rita Hayworth and Shawshank Redemption"]}),
+    "The Green Mile": ("1999", ["Frank Darabont"], ["Frank Darabont"], ["Tom Hanks", "Michael Clarke Duncan"], ["Drama", "Fantasy"], [], "English Language", {"Adapted From": ["The Green Mile (Fantasy Book)"]}),
+    "Amélie": ("2001", ["Jean-Pierre Jeunet"], [], ["Audrey Tautou"], ["Romance Film", "Comedy"], [], "French", {}),
+    "Spirited Away": ("2001", ["Hayao Miyazaki"], ["Hayao Miyazaki"], [], ["Animation", "Fantasy"], [], "Japanese Language", {}),
+    "My Neighbor Totoro": ("1988", ["Hayao Miyazaki"], ["Hayao Miyazaki"], [], ["Animation", "Fantasy"], [], "Japanese Language", {}),
+    "Parasite": ("2019", ["Bong Joon-ho"], ["Bong Joon-ho"], ["Song Kang-ho"], ["Thriller", "Drama"], [], "Korean Language", {}),
+    "Pan's Labyrinth": ("2006", ["Guillermo del Toro"], ["Guillermo del Toro"], ["Ivana Baquero"], ["Fantasy", "Drama"], [], "Spanish Language", {}),
+    "The Godfather": ("1972", ["Francis Ford Coppola"], ["Mario Puzo", "Francis Ford Coppola"], ["Marlon Brando", "Al Pacino"], ["Crime Fiction", "Drama"], ["Nino Rota"], "English Language", {}),
+    "Apocalypse Now": ("1979", ["Francis Ford Coppola"], [], ["Marlon Brando", "Martin Sheen"], ["War film", "Drama"], [], "English Language", {}),
+    "Heat": ("1995", ["Michael Mann"], ["Michael Mann"], ["Al Pacino", "Robert De Niro"], ["Crime Fiction", "Thriller"], [], "English Language", {}),
+}
+
+# title -> (year, authors, genres, extra)
+BOOKS = {
+    "The Shining": ("1977", ["Stephen King"], ["Horror"], {}),
+    "It (Horror Book)": ("1986", ["Stephen King"], ["Horror"], {}),
+    "Misery (Horror Book)": ("1987", ["Stephen King"], ["Horror", "Thriller"], {}),
+    "The Green Mile (Fantasy Book)": ("1996", ["Stephen King"], ["Fantasy"], {}),
+    "Rita Hayworth and Shawshank Redemption": ("1982", ["Stephen King"], ["Drama"], {}),
+    "Harry Potter and the Philosopher's Stone": ("1997", ["J. K. Rowling"], ["Fantasy", "Young-adult fiction"], {"Sequel": ["Harry Potter and the Chamber of Secrets"]}),
+    "Harry Potter and the Chamber of Secrets": ("1998", ["J. K. Rowling"], ["Fantasy", "Young-adult fiction"], {"Sequel": ["Harry Potter and the Prisoner of Azkaban"]}),
+    "Harry Potter and the Prisoner of Azkaban": ("1999", ["J. K. Rowling"], ["Fantasy", "Young-adult fiction"], {}),
+    "The Hobbit": ("1937", ["J. R. R. Tolkien"], ["Fantasy"], {}),
+    "The Fellowship of the Ring": ("1954", ["J. R. R. Tolkien"], ["Fantasy"], {"Sequel": ["The Two Towers"]}),
+    "The Two Towers": ("1954", ["J. R. R. Tolkien"], ["Fantasy"], {}),
+    "Pride and Prejudice": ("1813", ["Jane Austen"], ["Romance novel"], {}),
+    "Emma": ("1815", ["Jane Austen"], ["Romance novel"], {}),
+    "Sense and Sensibility": ("1811", ["Jane Austen"], ["Romance novel"], {}),
+    "Nineteen Eighty-Four": ("1949", ["George Orwell"], ["Dystopia", "Science Fiction"], {}),
+    "Animal Farm": ("1945", ["George Orwell"], ["Satire"], {}),
+    "Dune": ("1965", ["Frank Herbert"], ["Science Fiction"], {}),
+    "Foundation": ("1951", ["Isaac Asimov"], ["Science Fiction"], {}),
+    "I, Robot": ("1950", ["Isaac Asimov"], ["Science Fiction"], {}),
+    "Jurassic Park (Techno-Thriller Book)": ("1990", ["Michael Crichton"], ["Science Fiction", "Thriller"], {}),
+    "The Prestige (Science Fiction Book)": ("1995", ["Christopher Priest"], ["Science Fiction", "Mystery"], {}),
+    "Murder on the Orient Express": ("1934", ["Agatha Christie"], ["Mystery"], {}),
+    "And Then There Were None": ("1939", ["Agatha Christie"], ["Mystery"], {}),
+    "The Da Vinci Code": ("2003", ["Dan Brown"], ["Mystery", "Thriller"], {}),
+    "Angels & Demons": ("2000", ["Dan Brown"], ["Mystery", "Thriller"], {"Sequel": ["The Da Vinci Code"]}),
+    "Gone Girl": ("2012", ["Gillian Flynn"], ["Thriller", "Mystery"], {}),
+    "The Hunger Games": ("2008", ["Suzanne Collins"], ["Science Fiction", "Young-adult fiction"], {}),
+    "One Hundred Years of Solitude": ("1967", ["Gabriel García Márquez"], ["Magic realism"], {"in_language": ["Spanish Language"]}),
+}
+
+# person -> {relation: [objects]}
+PEOPLE = {
+    "Leonardo DiCaprio": {"Country of nationality": ["United States of America"], "Award Won": ["Academy Award for Best Actor"], "is-a": ["Actor"]},
+    "Tom Hanks": {"Country of nationality": ["United States of America"], "Award Won": ["Academy Award for Best Actor"], "is-a": ["Actor"]},
+    "Robert De Niro": {"Country of nationality": ["United States of America"], "Award Won": ["Academy Award for Best Actor"], "is-a": ["Actor"]},
+    "Jack Nicholson": {"Award Won": ["Academy Award for Best Actor"], "is-a": ["Actor"]},
+    "Al Pacino": {"Award Won": ["Academy Award for Best Actor"], "is-a": ["Actor"]},
+    "Marlon Brando": {"Award Won": ["Academy Award for Best Actor"], "is-a": ["Actor"]},
+    "Matthew McConaughey": {"Award Won": ["Academy Award for Best Actor"], "is-a": ["Actor"]},
+    "Morgan Freeman": {"Award Won": ["Academy Award for Best Actor in a Supporting Role"], "is-a": ["Actor"]},
+    "Heath Ledger": {"Award Won": ["Academy Award for Best Actor in a Supporting Role"], "Country of nationality": ["Australia"], "is-a": ["Actor"]},
+    "Christoph Waltz": {"Award Won": ["Academy Award for Best Actor in a Supporting Role"], "Country of nationality": ["Austria"], "Place of birth": ["Vienna"], "is-a": ["Actor"]},
+    "Sandra Bullock": {"Award Won": ["Academy Award for Best Actress"], "is-a": ["Actor"]},
+    "Kate Winslet": {"Award Won": ["Academy Award for Best Actress"], "Country of nationality": ["United Kingdom"], "is-a": ["Actor"]},
+    "Julia Roberts": {"Award Won": ["Academy Award for Best Actress"], "is-a": ["Actor"]},
+    "Jodie Foster": {"Award Won": ["Academy Award for Best Actress"], "is-a": ["Actor"]},
+    "Keanu Reeves": {"Country of nationality": ["Canada"], "Place of birth": ["Beirut"], "is-a": ["Actor"]},
+    "Christopher Nolan": {"Country of nationality": ["United Kingdom"], "Place of birth": ["London"], "Award Won": ["Academy Award for Best Director"], "Spouse (or domestic partner)": ["Emma Thomas"], "is-a": ["Film director"]},
+    "James Cameron": {"Country of nationality": ["Canada"], "Award Won": ["Academy Award for Best Director"], "is-a": ["Film director"]},
+    "Martin Scorsese": {"Place of birth": ["New York City"], "Award Won": ["Academy Award for Best Director"], "is-a": ["Film director"]},
+    "Steven Spielberg": {"Award Won": ["Academy Award for Best Director"], "is-a": ["Film director"]},
+    "Alfonso Cuarón": {"Country of nationality": ["Mexico"], "Award Won": ["Academy Award for Best Director"], "is-a": ["Film director"]},
+    "Alejandro González Iñárritu": {"Country of nationality": ["Mexico"], "Award Won": ["Academy Award for Best Director"], "is-a": ["Film director"]},
+    "Guillermo del Toro": {"Country of nationality": ["Mexico"], "Award Won": ["Academy Award for Best Director"], "is-a": ["Film director"]},
+    "Bong Joon-ho": {"Country of nationality": ["South Korea"], "Award Won": ["Academy Award for Best Director"], "is-a": ["Film director"]},
+    "Hayao Miyazaki": {"Country of nationality": ["Japan"], "Place of birth": ["Tokyo"], "is-a": ["Film director"]},
+    "Jean-Pierre Jeunet": {"Country of nationality": ["France"], "is-a": ["Film director"]},
+    "Quentin Tarantino": {"Place of birth": ["Knoxville"], "is-a": ["Film director"]},
+    "Stanley Kubrick": {"Place of birth": ["New York City"], "is-a": ["Film director"]},
+    "Hans Zimmer": {"Award Won": ["Academy Award for Best Original Music Score"]},
+    "John Williams": {"Award Won": ["Academy Award for Best Original Music Score"]},
+    "James Horner": {"Award Won": ["Academy Award for Best Original Music Score"]},
+    "Nino Rota": {"Award Won": ["Academy Award for Best Original Music Score"]},
+    "Stephen King": {"Country of nationality": ["United States of America"], "is-a": ["Author"]},
+    "J. K. Rowling": {"Country of nationality": ["United Kingdom"], "Place of birth": ["Yate"], "is-a": ["Author"]},
+    "J. R. R. Tolkien": {"Country of nationality": ["United Kingdom"], "Place of birth": ["Bloemfontein"], "is-a": ["Author"]},
+    "Jane Austen": {"Country of nationality": ["United Kingdom"], "Place of birth": ["Steventon"], "is-a": ["Author"]},
+    "Agatha Christie": {"Country of nationality": ["United Kingdom"], "Place of birth": ["Torquay"], "is-a": ["Author"]},
+    "George Orwell": {"Country of nationality": ["United Kingdom"], "is-a": ["Author"]},
+    "Gabriel García Márquez": {"Country of nationality": ["Colombia"], "Award Won": ["Nobel Prize in Literature"], "is-a": ["Author"]},
+    "Isaac Asimov": {"is-a": ["Author"]},
+    "Michael Crichton": {"is-a": ["Author"]},
+}
+
+
+def forward_facts() -> List[Triple]:
+    """
+    Every hand-authored fact once, in its forward direction, de-duplicated in order.
+    """
+    facts: List[Triple] = []
+    for title, (year, directors, writers, actors, genres, music, lang, extra) in FILMS.items():
+        facts += [(title, "starred_actors", a) for a in actors]
+        facts += [(title, "directed_by", d) for d in directors]
+        facts += [(title, "written_by", w) for w in writers]
+        facts += [(title, "has_genre", g) for g in genres]
+        facts += [(title, "music_by", m) for m in music]
+        facts += [(title, "release_year", year), (title, "in_language", lang), (title, "is-a", "Film")]
+        for rel, objs in extra.items():
+            facts += [(title, rel, o) for o in objs]
+    for title, (year, authors, genres, extra) in BOOKS.items():
+        facts += [(title, "written_by", a) for a in authors]
+        facts += [(title, "has_genre", g) for g in genres]
+        facts += [(title, "release_year", year), (title, "is-a", "Book")]
+        for rel, objs in extra.items():
+            facts += [(title, rel, o) for o in objs]
+        if "in_language" not in extra:
+            facts.append((title, "in_language", "English Language"))
+    for person, rels in PEOPLE.items():
+        for rel, objs in rels.items():
+            facts += [(person, rel, o) for o in objs]
+    return list(dict.fromkeys(facts))
+
+
+def all_triples(facts: Sequence[Triple]) -> List[Triple]:
+    """
+    Both directions of each fact, grouped by subject (sorted), as the KG file lists them.
+    """
+    both = list(facts) + [(o, "~" + r, s) for s, r, o in facts]
+    return sorted(dict.fromkeys(both), key=lambda t: (t[0].lower(), t[0], t[1], t[2]))
+
+
+# --------------------------------------------------------------------------------------
+# language
+# --------------------------------------------------------------------------------------
+
+CLASSES = {"Film", "Book", "Actor", "Film director", "Author"}
+
+
+def surface(entity: str) -> str:
+    """
+    How a chat message names an entity: without the KG's disambiguation suffix.
+    """
+    return re.sub(r" \([^()]*\)$", "", entity)
+
+
+def _name(entity: str) -> str:
+    if entity in CLASSES:
+        return entity.lower()
+    return surface(entity).replace(" Language", "")
+
+
+# forward relation -> ways to state "s r o"
+FACT = {
+    "starred_actors": ["{o} starred in {s}", "{s} stars {o}", "{o} has a big role in {s}"],
+    "directed_by": ["{s} was directed by {o}", "{o} directed {s}"],
+    "written_by": ["{s} was written by {o}", "{o} wrote {s}"],
+    "has_genre": ["{s} is usually filed under {o}", "the genre of {s} is {o}", "{s} counts as {o}"],
+    "music_by": ["{o} composed the score of {s}", "the music of {s} is by {o}"],
+    "release_year": ["{s} came out in {o}", "{s} was released in {o}"],
+    "in_language": ["{s} is in {o}", "the original language of {s} is {o}"],
+    "is-a": ["{s} is a {o}"],
+    "Produced by": ["{s} was produced by {o}", "{o} produced {s}"],
+    "Adapted From": ["{s} is based on {o}", "{s} was adapted from {o}"],
+    "Sequel": ["{o} is the sequel to {s}", "{s} was followed by {o}"],
+    "Award Won": ["{s} won the {o}", "{s} has won an {o}"],
+    "Country of nationality": ["{s} is from {o}", "{s} has {o} nationality"],
+    "Place of birth": ["{s} was born in {o}"],
+    "Spouse (or domestic partner)": ["{s} is married to {o}"],
+}
+
+RENDER = {
+    "starred_actors": ("{s} is starring {o}", "{s} starred in {o}"),
+    "directed_by": ("{s} is directed by {o}", "{s} directed {o}"),
+    "written_by": ("{s} is written by {o}", "{s} wrote {o}"),
+    "has_genre": ("{s} has genre {o}", "{s} has examples: {o}"),
+    "release_year": ("{s} was released {o}", "{s} : `~release_year`: {o}"),
+}
+
+
+def render_path(triples: Sequence[Triple]) -> str:
+    parts = []
+    for s, r, o in triples:
+        base = r[1:] if r.startswith("~") else r
+        if base in RENDER:
+            parts.append(RENDER[base][r.startswith("~")].format(s=s, o=o))
+        else:
+            parts.append(f"{s} : `{r}`: {o}")
+    return ". ".join(parts)
+
+
+def state(rng: random.Random, triple: Triple) -> str:
+    s, r, o = triple
+    if r.startswith("~"):
+        r, s, o = r[1:], o, s
+    return rng.choice(FACT[r]).format(s=_name(s), o=_name(o))
+
+
+def capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+ASSISTANT_PRE = ["", "Sure!", "Yes.", "Good choice.", "Oh, I know that one.", "Definitely.", "Great question."]
+ASSISTANT_POST = ["", "Have you seen it?", "Would you like more like that?", "It is worth a look.", "Do you want another suggestion?", "I think you would enjoy it."]
+USER_PRE = ["", "Cool.", "Oh nice!", "I see.", "Interesting.", "Ah, I remember now."]
+USER_POST = ["", "Right?", "Is that true?", "What else can you tell me?", "I might check that out."]
+USER_IDLE = ["I haven't seen that one yet.", "Interesting, tell me more.", "Oh really? I didn't know that.", "Nice, what else?", "That sounds good.", "Hmm, I am not sure I would like that."]
+ASSISTANT_IDLE = ["It is one of my favorites.", "I think you would like it.", "It has very good reviews.", "A lot of people recommend it.", "It is a classic at this point."]
+USER_BYE = ["Thanks, I will add {e} to my list!", "Great, I'll look for {e} this weekend.", "Thank you, {e} it is then.", "Thanks for the tips about {e}!"]
+ASSISTANT_BYE = ["You're welcome, enjoy {e}!", "Happy to help, have fun with {e}.", "Anytime! Let me know how you like {e}.", "Enjoy {e}, and have a nice day!"]
+OPENERS = {
+    "film": ["Do you like {e}?", "Could you recommend a movie like {e}?", "I just watched {e}, what should I watch next?", "What do you know about {e}?"],
+    "book": ["Could you recommend any books like {e}?", "Have you read {e}?", "I loved {e}, any suggestions?", "What can you tell me about {e}?"],
+    "person": ["Do you like {e}?", "I am a big fan of {e}.", "What do you think of {e}?", "Can you tell me something about {e}?"],
+}
+ASSISTANT_OPENERS = ["Hi! Are you looking for a movie or a book today?", "Hello! What kind of stories do you enjoy?", "Hey there, need a recommendation?"]
+SPLIT_LEAD = {"assistant": ["Hmm, let me think.", "Oh!", "Good one."], "user": ["Wow.", "Ha, yes.", "Okay."]}
+META = [("give me a moment to look that up", "sure, take your time"), ("I need a little more time please", "no problem"), ("please end the chat when you are ready", "okay")]
+SCORES = [0.0, 1.0, -0.5, 3.0, -1, -2, 2, 0.5, 1.5, -1.5]
+
+NO_INTERMEDIATE = {"is-a", "~is-a", "in_language", "~in_language"}
+NO_HOP = {"~is-a", "~in_language"}  # hub fan-out (every film is-a Film): never walk back
+
+
+class Walker:
+    def __init__(self, triples: Sequence[Triple]) -> None:
+        self.out: Dict[str, List[Triple]] = {}
+        for t in triples:
+            if t[1] not in NO_HOP:
+                self.out.setdefault(t[0], []).append(t)
+
+    def path(self, rng: random.Random, start: str, used: set, hops: int) -> Optional[List[Triple]]:
+        said = {surface(e) for e in used}
+        edges = [t for t in self.out.get(start, []) if surface(t[2]) not in said]
+        rng.shuffle(edges)
+        for first in edges:
+            if hops == 1:
+                return [first]
+            if first[1] in NO_INTERMEDIATE:
+                continue
+            seconds = [
+                t
+                for t in self.out.get(first[2], [])
+                if surface(t[2]) not in said and surface(t[2]) != surface(start)
+            ]
+            if seconds:
+                return [first, rng.choice(seconds)]
+        return None
+
+
+def kind_of(entity: str) -> str:
+    return "film" if entity in FILMS else "book" if entity in BOOKS else "person"
+
+
+def chat(sender: str, message: str) -> dict:
+    return {"message": message, "type": "chat", "sender": sender}
+
+
+def path_action(sender: str, score, triples: List[Triple]) -> dict:
+    return {
+        "metadata": {"path": [score, [list(t) for t in triples], render_path(triples)]},
+        "type": "action",
+        "sender": sender,
+        "action_id": "kgwalk/choose_path",
+    }
+
+
+def meta(sender: str, text: str) -> dict:
+    return {"metadata": {"text": text}, "type": "action", "sender": sender, "action_id": "meta_thread/send_meta_message"}
+
+
+def grounded_message(rng: random.Random, sender: str, triples: List[Triple]) -> str:
+    facts = [state(rng, t) for t in triples]
+    body = capital(facts[0]) + (f", and {facts[1]}" if len(facts) > 1 else "") + "."
+    pre, post = (ASSISTANT_PRE, ASSISTANT_POST) if sender == "assistant" else (USER_PRE, USER_POST)
+    return " ".join(x for x in (rng.choice(pre), body, rng.choice(post)) if x)
+
+
+def make_dialogue(rng: random.Random, walker: Walker, start: str, n: int) -> List[dict]:
+    """
+    One session starting from ``start``; the assistant opens every 12th dialogue.
+    """
+    actions: List[dict] = []
+    n_turns = rng.randint(4, 8)
+    assistant_first = n % 12 == 7
+    senders = ["assistant", "user"] if assistant_first else ["user", "assistant"]
+    focus = start
+    used = {start}
+    n_chat = 0
+    meta_at = rng.randrange(1, n_turns) if n % 5 == 2 else -1
+    last_work = start
+    for k in range(n_turns):
+        sender = senders[k % 2]
+        if k == meta_at:
+            a, b = META[n % len(META)]
+            other = "user" if sender == "assistant" else "assistant"
+            actions += [meta(sender, a), meta(other, b)]
+        if k == 0:
+            if assistant_first:
+                actions.append(chat(sender, rng.choice(ASSISTANT_OPENERS)))
+            else:
+                actions.append(chat(sender, rng.choice(OPENERS[kind_of(start)]).format(e=surface(start))))
+            n_chat += 1
+            continue
+        if assistant_first and k == 1:
+            actions.append(chat(sender, rng.choice(OPENERS[kind_of(start)]).format(e=surface(start))))
+            n_chat += 1
+            continue
+        last = k == n_turns - 1
+        first_reply = k == (2 if assistant_first else 1)
+        p_path = 1.0 if first_reply else 0.8 if sender == "assistant" else 0.45
+        triples = None
+        if not last and rng.random() < p_path:
+            triples = walker.path(rng, focus, used, 2 if rng.random() < 0.35 else 1)
+        msgs: List[str]
+        if triples:
+            score = SCORES[(n + k) % len(SCORES)]
+            actions.append(path_action(sender, score, triples))
+            text = grounded_message(rng, sender, triples)
+            for t in triples:
+                used.add(t[2])
+            tail = triples[-1][2]
+            # a walk ending at a class or a language goes on from its last subject
+            focus = triples[-1][0] if tail in CLASSES or "Language" in tail or tail == "French" else tail
+            works = [e for t in triples for e in (t[0], t[2]) if e in FILMS or e in BOOKS]
+            last_work = works[-1] if works else last_work
+        elif last:
+            bye = USER_BYE if sender == "user" else ASSISTANT_BYE
+            text = rng.choice(bye).format(e=_name(last_work))
+        else:
+            text = rng.choice(ASSISTANT_IDLE if sender == "assistant" else USER_IDLE)
+        split = n_chat + 2 <= 10 and rng.random() < 0.15
+        if split:
+            actions.insert(len(actions) - (1 if triples and n % 2 else 0), chat(sender, rng.choice(SPLIT_LEAD[sender])))
+            n_chat += 1
+        actions.append(chat(sender, text))
+        n_chat += 1
+        if n_chat >= 10:
+            break
+    return actions
+
+
+def starts(rng: random.Random) -> List[str]:
+    films = list(FILMS)
+    books = list(BOOKS)
+    people = [p for p in PEOPLE if p in {a for f in FILMS.values() for a in f[3] + f[1]}]
+    rng.shuffle(films), rng.shuffle(books), rng.shuffle(people)
+    out = []
+    while len(out) < NUM_DIALOGUES:
+        for pool in (films, books, films, people):
+            out.append(pool[len(out) % len(pool)])
+    return out[:NUM_DIALOGUES]
+
+
+def build() -> Tuple[str, str]:
+    rng = random.Random(SEED)
+    facts = forward_facts()
+    triples = all_triples(facts)
+    walker = Walker(triples)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["Messages", "User Rating", "Assistant Rating"])
+    for n, start in enumerate(starts(rng)):
+        actions = make_dialogue(rng, walker, start, n)
+        ratings = []
+        for _ in range(2):
+            d = str(rng.choice([3, 4, 5, 5, 5]))
+            o = str(rng.choice([4, 5, 5]))
+            ratings.append(json.dumps({"dialog_rating": d, "other_agent_rating": o}))
+        writer.writerow([json.dumps(actions, ensure_ascii=False)] + ratings)
+    kg = "".join(f"{s}\t{r}\t{o}\n" for s, r, o in triples)
+    return buf.getvalue(), kg
+
+
+def verify(csv_text: str, kg_text: str) -> List[str]:
+    """
+    Problems with the generated data: path triples missing from the KG, path entities
+    the grounded message does not mention, chat-message counts out of 4..10.
+    """
+    kg = {tuple(line.split("\t")) for line in kg_text.splitlines()}
+    problems = []
+    rows = list(csv.reader(io.StringIO(csv_text)))[1:]
+    for i, row in enumerate(rows):
+        actions = json.loads(row[0])
+        n_chat = sum(a["type"] == "chat" for a in actions)
+        if not 4 <= n_chat <= 10:
+            problems.append(f"row {i}: {n_chat} chat messages")
+        # turns: consecutive chat messages of one sender, with the paths grounding them
+        turns: List[list] = []
+        pending: Dict[str, List[Triple]] = {"user": [], "assistant": []}
+        for a in actions:
+            if a.get("action_id") == "kgwalk/choose_path":
+                for t in a["metadata"]["path"][1]:
+                    if tuple(t) not in kg:
+                        problems.append(f"row {i}: path triple {t} not in the KG")
+                    pending[a["sender"]].append(tuple(t))
+            elif a["type"] == "chat":
+                if turns and turns[-1][0] == a["sender"]:
+                    turns[-1][1] += " " + a["message"]
+                else:
+                    turns.append([a["sender"], a["message"], []])
+                turns[-1][2] += pending[a["sender"]]
+                pending[a["sender"]] = []
+        for sender, text, paths in turns:
+            for s, _, o in paths:
+                for e in (s, o):
+                    if _name(e).lower() not in text.lower():
+                        problems.append(f"row {i}: '{e}' not mentioned in {text!r}")
+    return problems
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="compare instead of writing")
+    args = parser.parse_args(argv)
+    csv_text, kg_text = build()
+    problems = verify(csv_text, kg_text)
+    if problems:
+        print("\n".join(problems[:20]))
+        return 1
+    files = {"opendialkg.csv": csv_text, "opendialkg_triples.txt": kg_text}
+    if args.check:
+        ok = True
+        for name, text in files.items():
+            path = os.path.join(OUT_DIR, name)
+            same = os.path.isfile(path) and open(path, encoding="utf-8", newline="").read() == text
+            print(f"{path}: {'up to date' if same else 'DIFFERS from the generator'}")
+            ok &= same
+        return 0 if ok else 1
+    os.makedirs(OUT_DIR, exist_ok=True)
+    for name, text in files.items():
+        with open(os.path.join(OUT_DIR, name), "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        print(f"wrote {os.path.join(OUT_DIR, name)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
