@@ -2,12 +2,12 @@
 Generate the bundled OpenDialKG-format sample (``docgraph:sample_kg``):
 ``opendialkg/opendialkg.csv`` and ``opendialkg/opendialkg_triples.txt``.
 
-Written for parlai-docgraph by the project: the facts below are hand-authored common
-knowledge about films and books, the dialogues are templated from them; no row, line or
-sentence is copied from the OpenDialKG release (licence: CC BY 4.0, © the parlai-docgraph
-authors). Entity and relation names follow the
-official KG's spelling styles (``starred_actors``, ``~starred_actors``, ``Produced by``,
-``Award Won``, ``is-a``, disambiguated titles such as ``The Shining (Horror Film)``).
+Written for parlai-docgraph by the project (licence: CC BY 4.0, © the parlai-docgraph
+authors): the facts below are hand-authored common knowledge about films and books, the
+dialogues are templated from them; no row, line or sentence is copied from the
+OpenDialKG release. Entity and relation names follow the official KG's spelling styles
+(``starred_actors``, ``~starred_actors``, ``Produced by``, ``Award Won``, ``is-a``,
+disambiguated titles such as ``The Shining (Horror Film)``).
 
 The KG holds each fact in both directions, as the official file does: ``s<TAB>r<TAB>o``
 and ``o<TAB>~r<TAB>s``. Each dialogue walks the KG: a ``kgwalk/choose_path`` action of
@@ -41,6 +41,7 @@ Triple = Tuple[str, str, str]
 # facts: title -> (year, directors, writers, actors, genres, music, language, extra)
 # --------------------------------------------------------------------------------------
 
+# fmt: off
 FILMS = {
     "Inception": ("2010", ["Christopher Nolan"], ["Christopher Nolan"], ["Leonardo DiCaprio", "Joseph Gordon-Levitt", "Tom Hardy"], ["Science Fiction", "Thriller"], ["Hans Zimmer"], "English Language", {"Produced by": ["Emma Thomas"]}),
     "The Dark Knight": ("2008", ["Christopher Nolan"], ["Jonathan Nolan", "Christopher Nolan"], ["Christian Bale", "Heath Ledger", "Gary Oldman"], ["Action", "Crime Fiction"], ["Hans Zimmer"], "English Language", {"Produced by": ["Emma Thomas"]}),
@@ -167,6 +168,8 @@ PEOPLE = {
     "Isaac Asimov": {"is-a": ["Author"]},
     "Michael Crichton": {"is-a": ["Author"]},
 }
+
+# fmt: on
 
 
 def forward_facts() -> List[Triple]:

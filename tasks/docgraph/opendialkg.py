@@ -1,0 +1,180 @@
+"""
+OpenDialKG teachers: ``docgraph:opendialkg`` (the official release under
+``<datapath>/opendialkg/``) and the bundled ``docgraph:sample_kg`` (same reader, the
+package's own sample in the same format).
+
+One example per assistant turn. Messages carry ``text`` (the user turn before the
+response; "" when the assistant opens the dialogue), ``labels``, ``label_candidates``
+(the gold and ``--num-label-candidates`` - 1 assistant responses of other dialogues of
+the same split, drawn with a seeded RNG) and the KG grounding:
+
+* ``kg_path``: the gold path triples ``[[subject, relation, object], ...]`` in the KG's
+  exact spelling (``~`` reverse relations kept), empty when the turn has no path;
+* ``kg_user_paths``: the paths grounding the user turn in ``text``, one list of triples
+  per path action;
+* ``kg_entities``: the entities grounded so far (paths of earlier turns and of the user
+  turn, plus the start entity of the gold path); never an entity of a later turn;
+* ``kg_file``: the ``opendialkg_triples.txt`` to retrieve from
+  (``readers.opendialkg.load_triples(kg_file)`` reads it once per process);
+* ``dialogue_id`` (0-based CSV data row = DialogGSR ``unique_id - 1000000``),
+  ``turn_id`` and ``ratings``.
+
+Splits: DialogGSR's seed-42 70/15/15 split of the CSV rows (the shipped
+``splits/opendialkg_split.json`` for the official 13,802-row file, the same procedure
+computed for any other row count).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from parlai.core.message import Message
+from parlai.core.opt import Opt
+from parlai.core.params import ParlaiParser
+from parlai.utils import logging
+
+from .base import DocgraphDialogTeacher
+from .build import SAMPLE_DATAPATH, raw_file
+from .readers.opendialkg import AssistantTurn, assistant_turns, read_opendialkg, split_rows
+
+CSV_NAME = "opendialkg.csv"
+TRIPLES_NAME = "opendialkg_triples.txt"
+
+
+def _triples(triples) -> List[List[str]]:
+    return [list(t) for t in triples]
+
+
+def draw_candidates(
+    turn: AssistantTurn,
+    pool: List[Tuple[int, str]],
+    num: int,
+    seed: int,
+) -> List[str]:
+    """
+    The gold response and ``num - 1`` distinct non-empty responses of other dialogues
+    from ``pool`` (``[(dialogue_id, response), ...]``), in a seeded random order.
+
+    The draw depends only on ``seed``, the dialogue and turn ids and the pool, so it is
+    the same in every run and every worker.
+    """
+    if num <= 0:
+        return []
+    rng = random.Random(f"{seed}:{turn.dialogue_id}:{turn.turn_index}")
+    chosen: Dict[str, None] = {}
+    wanted = num - 1
+    order = list(range(len(pool)))
+    rng.shuffle(order)
+    for i in order:
+        if len(chosen) >= wanted:
+            break
+        did, response = pool[i]
+        if did == turn.dialogue_id or not response.strip() or response == turn.response:
+            continue
+        chosen.setdefault(response)
+    cands = list(chosen)
+    cands.insert(rng.randrange(len(cands) + 1), turn.response)
+    return cands
+
+
+class OpendialkgTeacher(DocgraphDialogTeacher):
+    """
+    OpenDialKG (Moon et al., 2019), one example per assistant turn, with gold KG paths.
+    """
+
+    @classmethod
+    def add_cmdline_args(
+        cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
+    ) -> ParlaiParser:
+        super().add_cmdline_args(parser, partial_opt)
+        group = parser.add_argument_group("docgraph OpenDialKG")
+        group.add_argument(
+            "--num-label-candidates",
+            type=int,
+            default=20,
+            help="label_candidates per example: the gold response plus responses of "
+            "other dialogues of the same split (0: no candidates)",
+        )
+        group.add_argument(
+            "--label-candidates-seed",
+            type=int,
+            default=42,
+            help="seed of the label-candidate draw",
+        )
+        return parser
+
+    def __init__(self, opt: Opt, shared=None) -> None:
+        opt = opt.copy()
+        self.num_cands = int(opt.get("num_label_candidates", 20))
+        self.cands_seed = int(opt.get("label_candidates_seed", 42))
+        self.id = self.__class__.__name__.replace("Teacher", "").lower()
+        if shared is None:
+            csv_path, self.kg_file = self.locate(opt)
+        else:
+            csv_path, self.kg_file = opt.get("datafile"), shared.get("kg_file")
+        opt["datafile"] = csv_path
+        super().__init__(opt, shared)
+
+    def share(self):
+        shared = super().share()
+        shared["kg_file"] = self.kg_file
+        return shared
+
+    def locate(self, opt: Opt) -> Tuple[str, str]:
+        """
+        Paths of the dialogue CSV and the triples file (downloaded when allowed).
+        """
+        datapath = opt["datapath"]
+        return (
+            raw_file(datapath, "opendialkg", CSV_NAME),
+            raw_file(datapath, "opendialkg", TRIPLES_NAME),
+        )
+
+    def setup_data(self, datafile: str) -> Iterator[Tuple[Message, bool]]:
+        data = read_opendialkg(datafile, self.bad_rows)
+        self.log_bad_rows()
+        split, note = split_rows(data.num_rows, os.path.basename(datafile))
+        if note:
+            logging.warning(f"{self.__class__.__name__}: {note}")
+        fold = self.datatype.split(":")[0]
+        rows = set(split[fold])
+        dialogues = [d for d in data.dialogues if d.index in rows]
+        episodes = [(d, assistant_turns(d)) for d in dialogues]
+        pool = [(t.dialogue_id, t.response) for _, turns in episodes for t in turns]
+        for dialogue, turns in episodes:
+            ratings = {"user": dialogue.user_rating, "assistant": dialogue.assistant_rating}
+            for i, turn in enumerate(turns):
+                msg = Message(
+                    {
+                        "id": self.id,
+                        "text": turn.text,
+                        "labels": [turn.response],
+                        "kg_path": _triples(turn.gold_path),
+                        "kg_user_paths": [_triples(p.triples) for p in turn.user_paths],
+                        "kg_entities": list(turn.entities),
+                        "kg_file": self.kg_file,
+                        "dialogue_id": turn.dialogue_id,
+                        "turn_id": turn.turn_index,
+                        "ratings": ratings,
+                    }
+                )
+                cands = draw_candidates(turn, pool, self.num_cands, self.cands_seed)
+                if cands:
+                    msg["label_candidates"] = cands
+                yield msg, i == 0
+
+
+class SampleKgTeacher(OpendialkgTeacher):
+    """
+    The bundled OpenDialKG-format sample (offline), read by the same reader.
+    """
+
+    def locate(self, opt: Opt) -> Tuple[str, str]:
+        folder = os.path.join(SAMPLE_DATAPATH, "opendialkg")
+        paths = os.path.join(folder, CSV_NAME), os.path.join(folder, TRIPLES_NAME)
+        for path in paths:
+            if not os.path.isfile(path):
+                raise FileNotFoundError(f"bundled sample file missing from the package: {path}")
+        return paths
