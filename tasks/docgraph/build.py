@@ -32,6 +32,8 @@ class RawFile:
     url: str
     sha256: Optional[str] = None
     from_google: bool = False
+    #: False when the source is a page or folder, not a file we can fetch
+    downloadable: bool = True
 
     def describe(self) -> str:
         if self.from_google:
@@ -63,7 +65,8 @@ RAW_FILES: Dict[str, Dict[str, RawFile]] = {
         # 1xQBRDs5q_2xLOdOpbq7UeAmUM0Ht370A); no stable file id or checksum is published.
         "dev_data.json": RawFile(
             "https://drive.google.com/drive/folders/1xQBRDs5q_2xLOdOpbq7UeAmUM0Ht370A "
-            "(main_data/dev_data.json)"
+            "(main_data/dev_data.json)",
+            downloadable=False,
         ),
     },
     "opendialkg": {
@@ -135,7 +138,11 @@ def raw_file(datapath: str, dataset: str, fname: str) -> str:
     if os.path.isfile(path):
         return path
     raw = RAW_FILES[dataset][fname]
-    if not downloads_allowed() or not raw.url.startswith(("http", "1")):
+    if not raw.downloadable:
+        raise MissingDatasetFile(
+            dataset, path, raw.describe(), how="This file has no direct download link."
+        )
+    if not downloads_allowed():
         raise MissingDatasetFile(dataset, path, raw.describe())
     try:
         _download(raw, folder, fname)

@@ -1,0 +1,111 @@
+"""
+Holl-E teacher: ``docgraph:holle`` and ``docgraph:holle:multi``.
+
+Reads the official ``main_data`` files from ``<datapath>/holl_e/`` (train
+``train_data.json``, valid ``dev_data.json``, test ``test_data.json``) and converts them
+the way SKT does (see :mod:`.readers.holle`). Messages carry the fields of the WoW
+teachers (:func:`.wow.knowledge_message`): ``text``, ``labels``, ``chosen_topic`` (the
+movie), ``knowledge``, ``title`` (``plot`` / ``review`` / ``comments`` /
+``fact_table`` or ``no_passages_used``), ``checked_sentence``, ``knowledge_passages``,
+``checked_sentence_index``, and ``label_candidates``: the response plus
+``--num-label-candidates`` - 1 responses of other chats of the same file (seeded, in
+every datatype, so ranking models can train). ``:multi`` adds, on the test set only,
+``multi_eval_labels`` and ``multi_checked_sentences`` from
+``multi_reference_test.json``.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Iterator, List, Optional, Tuple
+
+from parlai.core.message import Message
+from parlai.core.opt import Opt
+from parlai.core.params import ParlaiParser
+from parlai.utils import logging
+
+from .base import DocgraphDialogTeacher
+from .build import raw_file
+from .readers.holle import HolleStats, read_holle, read_multi_reference
+from .readers.komodis import sample_candidates
+from .readers.wow import KnowledgeTurn
+from .wow import knowledge_message
+
+SPLIT_FILES = {"train": "train_data.json", "valid": "dev_data.json", "test": "test_data.json"}
+MULTI_FILE = "multi_reference_test.json"
+CANDIDATE_SEED = 1
+
+
+class HolleTeacher(DocgraphDialogTeacher):
+    """
+    Holl-E with SKT-style gold knowledge sentences (``:multi``: multi-reference test).
+    """
+
+    TASK_OPTIONS = (("single", "multi"),)
+
+    @classmethod
+    def add_cmdline_args(
+        cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
+    ) -> ParlaiParser:
+        super().add_cmdline_args(parser, partial_opt)
+        group = parser.add_argument_group("docgraph Holl-E")
+        group.add_argument(
+            "--label-type",
+            type=str,
+            choices=["response", "chosen_sent"],
+            default="response",
+            help="label with the response, or with the checked knowledge sentence "
+            "('title sentence'; candidates are then the knowledge pool)",
+        )
+        group.add_argument(
+            "--include-knowledge-separator",
+            type="bool",
+            default=False,
+            help="put __knowledge__ between title and sentence in knowledge lines",
+        )
+        group.add_argument(
+            "--num-label-candidates",
+            type=int,
+            default=20,
+            help="label_candidates per example: the gold response plus this many minus "
+            "one responses of other dialogues of the same split (seeded); 0 or 1: none",
+        )
+        return parser
+
+    def __init__(self, opt: Opt, shared=None) -> None:
+        opt = opt.copy()
+        self.label_type = opt.get("label_type", "response")
+        self.separator = bool(opt.get("include_knowledge_separator", False))
+        self.num_candidates = int(opt.get("num_label_candidates", 20) or 0)
+        flag = self.parse_task_options(opt.get("task", ""))[0]
+        dt = opt["datatype"].split(":")[0]
+        opt["datafile"] = raw_file(opt["datapath"], "holl_e", SPLIT_FILES[dt])
+        self.multi_path = None
+        if flag == "multi" and dt == "test":
+            self.multi_path = raw_file(opt["datapath"], "holl_e", MULTI_FILE)
+        self.id = "holle"
+        self.stats = HolleStats()
+        super().__init__(opt, shared)
+
+    def setup_data(self, datafile: str) -> Iterator[Tuple[Message, bool]]:
+        self.stats = HolleStats()  # streaming calls this once per epoch
+        multi = None
+        if self.multi_path is not None:
+            multi = read_multi_reference(self.multi_path, self.bad_rows)
+        chats: List[List[KnowledgeTurn]] = list(
+            self.iterate_with_report(read_holle(datafile, self.bad_rows, multi=multi, stats=self.stats))
+        )
+        c = self.stats.counts
+        log = logging.warning if c["unmatched"] or c["multi_gold_absent"] else logging.info
+        log(f"{datafile}: {self.stats.summary()}")
+        pool = [(t.dialogue_id, t.response) for turns in chats for t in turns]
+        for turns in chats:
+            for i, turn in enumerate(turns):
+                cands: List[str] = []
+                if self.num_candidates > 1:
+                    rng = random.Random(f"{CANDIDATE_SEED}:{turn.dialogue_id}:{turn.turn_index}")
+                    cands = sample_candidates(
+                        turn.response, pool, turn.dialogue_id, self.num_candidates, rng
+                    )
+                    turn.candidate_responses = cands
+                yield knowledge_message(turn, self.label_type, self.separator, self.id), i == 0

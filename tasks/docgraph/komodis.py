@@ -1,0 +1,114 @@
+"""
+KOMODIS teacher: ``docgraph:komodis``.
+
+Reads ``<datapath>/komodis/dataset.json`` (see :mod:`.readers.komodis`). Split: the
+shipped ``splits/komodis_split.json`` when its ``dataset_sha256`` matches the local
+``dataset.json``, else ``<datapath>/komodis/docgraph_split_v1.json``, computed on first
+use (``readers.komodis.SPLIT_PROCEDURE``) and re-created when ``dataset.json`` changes.
+
+One example per utterance after the first, grouped into two episodes per dialogue (one
+per responding speaker, :func:`~.readers.komodis.dialogue_episodes`). Message fields:
+``text`` (previous utterance), ``labels`` (``[utterance]``), ``movie_title``,
+``dialogue_id``, ``speaker`` (``first_speaker`` / ``second_speaker``, who answers),
+``utterance_index``, ``kg_facts`` (the answering speaker's facts, ``[subject,
+relation, object]``), ``kg_attitudes`` (its attitudes, ``[subject, relation, object,
+source]``), ``kg_triples`` (the dialogue's KG: both speakers' facts and attitudes as
+``[subject, relation, object]``) and ``label_candidates`` (the gold plus
+``--num-label-candidates`` - 1 utterances of other dialogues of the same split, seeded).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Iterator, Optional, Tuple
+
+from parlai.core.message import Message
+from parlai.core.opt import Opt
+from parlai.core.params import ParlaiParser
+from parlai.utils import logging
+
+from .base import DocgraphDialogTeacher
+from .build import raw_file
+from .readers.komodis import (
+    SPLIT_FILE_NAME,
+    dialogue_episodes,
+    load_split,
+    read_komodis,
+    sample_candidates,
+)
+
+SHIPPED_SPLIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "splits", "komodis_split.json")
+CANDIDATE_SEED = 1
+
+
+class KomodisTeacher(DocgraphDialogTeacher):
+    """
+    KOMODIS with its facts, attitudes and per-dialogue KG.
+    """
+
+    @classmethod
+    def add_cmdline_args(
+        cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
+    ) -> ParlaiParser:
+        super().add_cmdline_args(parser, partial_opt)
+        group = parser.add_argument_group("docgraph KOMODIS")
+        group.add_argument(
+            "--num-label-candidates",
+            type=int,
+            default=20,
+            help="label_candidates per example: the gold response plus this many minus "
+            "one responses of other dialogues of the same split (seeded); 0 or 1: none",
+        )
+        return parser
+
+    def __init__(self, opt: Opt, shared=None) -> None:
+        opt = opt.copy()
+        self.num_candidates = int(opt.get("num_label_candidates", 20) or 0)
+        self.split = opt["datatype"].split(":")[0]
+        opt["datafile"] = raw_file(opt["datapath"], "komodis", "dataset.json")
+        self.split_path = os.path.join(opt["datapath"], "komodis", SPLIT_FILE_NAME)
+        self.id = "komodis"
+        super().__init__(opt, shared)
+
+    def count_options(self) -> tuple:
+        # every split reads the same dataset.json: the split (and the shipped id lists
+        # it may come from) must be part of the cached-lengths key
+        shipped = os.stat(SHIPPED_SPLIT).st_mtime_ns if os.path.isfile(SHIPPED_SPLIT) else None
+        return super().count_options() + (self.split, shipped)
+
+    def setup_data(self, datafile: str) -> Iterator[Tuple[Message, bool]]:
+        split, notes = load_split(datafile, self.split_path, SHIPPED_SPLIT)
+        for note in notes:
+            logging.warning(note)
+        ids = split["dialogue_ids"][self.split]
+        dialogues = read_komodis(datafile, self.bad_rows, keep_ids=ids)
+        self.log_bad_rows()
+        order = {d: i for i, d in enumerate(ids)}
+        dialogues.sort(key=lambda d: order[d.dialogue_id])
+        pool = [(d.dialogue_id, u) for d in dialogues for u in d.utterances[1:]]
+        for dialogue in dialogues:
+            for episode in dialogue_episodes(dialogue):
+                for i, turn in enumerate(episode):
+                    msg = Message(
+                        {
+                            "id": self.id,
+                            "text": turn.text,
+                            "labels": [turn.response],
+                            "movie_title": turn.movie_title,
+                            "dialogue_id": turn.dialogue_id,
+                            "speaker": turn.speaker,
+                            "utterance_index": turn.utterance_index,
+                            "kg_facts": [list(t) for t in turn.facts],
+                            "kg_attitudes": [list(a) for a in turn.attitudes],
+                            "kg_triples": [list(t) for t in turn.kg_triples],
+                        }
+                    )
+                    if self.num_candidates > 1:
+                        rng = random.Random(
+                            f"{CANDIDATE_SEED}:{turn.dialogue_id}:{turn.utterance_index}"
+                        )
+                        msg["label_candidates"] = sample_candidates(
+                            turn.response, pool, turn.dialogue_id, self.num_candidates, rng
+                        )
+                    yield msg, i == 0
