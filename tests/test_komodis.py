@@ -23,9 +23,9 @@ from parlai_docgraph.tasks.docgraph.readers.komodis import (
     dialogue_episodes,
     load_split,
     read_komodis,
-    sample_candidates,
     speaker_of,
 )
+from parlai_docgraph.tasks.docgraph.candidates import sample_candidates
 
 ROOT = Path(__file__).resolve().parents[1]
 MOVIES = ["The Glass Harbor", "Paper Moons", "Iron Orchard", "Salt and Static"]
@@ -171,7 +171,7 @@ def test_split_by_title(komodis_datapath):
         assert {title_of[i] for i in ids} == set(doc["titles"][split])
     assert sorted(i for ids in doc["dialogue_ids"].values() for i in ids) == sorted(title_of)
     assert doc["procedure"] == reader.SPLIT_PROCEDURE
-    assert doc["dataset_sha256"] == reader.sha256_file(str(path))
+    assert doc["dataset_sha256"] == reader.sha256_of(str(path))
     assert doc["counts"]["train"]["titles"] == 2
 
 

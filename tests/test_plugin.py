@@ -95,8 +95,8 @@ def test_datasets_script_reports_missing_files(tmp_path, datapath):
     (datapath / "komodis" / "dataset.json").write_text("[]")
     out = run_cli(["parlai-docgraph", "datasets", "--datapath", str(datapath)], cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    assert f"[yes] komodis" in out.stdout
-    assert f"[ no] opendialkg" in out.stdout and "opendialkg.csv" in out.stdout
+    assert "[yes] komodis" in out.stdout
+    assert "[ no] opendialkg" in out.stdout and "opendialkg.csv" in out.stdout
 
 
 FQ_MODULE = """

@@ -16,7 +16,6 @@ every datatype, so ranking models can train). ``:multi`` adds, on the test set o
 
 from __future__ import annotations
 
-import random
 from typing import Iterator, List, Optional, Tuple
 
 from parlai.core.message import Message
@@ -26,14 +25,13 @@ from parlai.utils import logging
 
 from .base import DocgraphDialogTeacher
 from .build import raw_file
+from .candidates import add_candidate_args, example_rng, sample_candidates
 from .readers.holle import HolleStats, read_holle, read_multi_reference
-from .readers.komodis import sample_candidates
 from .readers.wow import KnowledgeTurn
-from .wow import knowledge_message
+from .wow import add_knowledge_label_args, knowledge_message
 
 SPLIT_FILES = {"train": "train_data.json", "valid": "dev_data.json", "test": "test_data.json"}
 MULTI_FILE = "multi_reference_test.json"
-CANDIDATE_SEED = 1
 
 
 class HolleTeacher(DocgraphDialogTeacher):
@@ -49,31 +47,13 @@ class HolleTeacher(DocgraphDialogTeacher):
     ) -> ParlaiParser:
         super().add_cmdline_args(parser, partial_opt)
         group = parser.add_argument_group("docgraph Holl-E")
-        group.add_argument(
-            "--label-type",
-            type=str,
-            choices=["response", "chosen_sent"],
-            default="response",
-            help="label with the response, or with the checked knowledge sentence "
-            "('title sentence'; candidates are then the knowledge pool)",
-        )
-        group.add_argument(
-            "--include-knowledge-separator",
-            type="bool",
-            default=False,
-            help="put __knowledge__ between title and sentence in knowledge lines",
-        )
-        group.add_argument(
-            "--num-label-candidates",
-            type=int,
-            default=20,
-            help="label_candidates per example: the gold response plus this many minus "
-            "one responses of other dialogues of the same split (seeded); 0 or 1: none",
-        )
+        add_knowledge_label_args(group)
+        add_candidate_args(group)
         return parser
 
     def __init__(self, opt: Opt, shared=None) -> None:
-        opt = opt.copy()
+        opt = Opt(opt)  # a copy that keeps Opt's methods
+        self.candidates_seed = int(opt.get("label_candidates_seed", 42))
         self.label_type = opt.get("label_type", "response")
         self.separator = bool(opt.get("include_knowledge_separator", False))
         self.num_candidates = int(opt.get("num_label_candidates", 20) or 0)
@@ -103,7 +83,7 @@ class HolleTeacher(DocgraphDialogTeacher):
             for i, turn in enumerate(turns):
                 cands: List[str] = []
                 if self.num_candidates > 1:
-                    rng = random.Random(f"{CANDIDATE_SEED}:{turn.dialogue_id}:{turn.turn_index}")
+                    rng = example_rng(self.candidates_seed, turn.dialogue_id, turn.turn_index)
                     cands = sample_candidates(
                         turn.response, pool, turn.dialogue_id, self.num_candidates, rng
                     )

@@ -20,7 +20,6 @@ source]``), ``kg_triples`` (the dialogue's KG: both speakers' facts and attitude
 from __future__ import annotations
 
 import os
-import random
 from typing import Iterator, Optional, Tuple
 
 from parlai.core.message import Message
@@ -30,16 +29,12 @@ from parlai.utils import logging
 
 from .base import DocgraphDialogTeacher
 from .build import raw_file
-from .readers.komodis import (
-    SPLIT_FILE_NAME,
-    dialogue_episodes,
-    load_split,
-    read_komodis,
-    sample_candidates,
-)
+from .candidates import add_candidate_args, example_rng, sample_candidates
+from .readers.komodis import SPLIT_FILE_NAME, dialogue_episodes, load_split, read_komodis
 
-SHIPPED_SPLIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "splits", "komodis_split.json")
-CANDIDATE_SEED = 1
+SHIPPED_SPLIT = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "splits", "komodis_split.json"
+)
 
 
 class KomodisTeacher(DocgraphDialogTeacher):
@@ -53,18 +48,13 @@ class KomodisTeacher(DocgraphDialogTeacher):
     ) -> ParlaiParser:
         super().add_cmdline_args(parser, partial_opt)
         group = parser.add_argument_group("docgraph KOMODIS")
-        group.add_argument(
-            "--num-label-candidates",
-            type=int,
-            default=20,
-            help="label_candidates per example: the gold response plus this many minus "
-            "one responses of other dialogues of the same split (seeded); 0 or 1: none",
-        )
+        add_candidate_args(group)
         return parser
 
     def __init__(self, opt: Opt, shared=None) -> None:
-        opt = opt.copy()
+        opt = Opt(opt)  # a copy that keeps Opt's methods
         self.num_candidates = int(opt.get("num_label_candidates", 20) or 0)
+        self.candidates_seed = int(opt.get("label_candidates_seed", 42))
         self.split = opt["datatype"].split(":")[0]
         opt["datafile"] = raw_file(opt["datapath"], "komodis", "dataset.json")
         self.split_path = os.path.join(opt["datapath"], "komodis", SPLIT_FILE_NAME)
@@ -105,8 +95,8 @@ class KomodisTeacher(DocgraphDialogTeacher):
                         }
                     )
                     if self.num_candidates > 1:
-                        rng = random.Random(
-                            f"{CANDIDATE_SEED}:{turn.dialogue_id}:{turn.utterance_index}"
+                        rng = example_rng(
+                            self.candidates_seed, turn.dialogue_id, turn.utterance_index
                         )
                         msg["label_candidates"] = sample_candidates(
                             turn.response, pool, turn.dialogue_id, self.num_candidates, rng

@@ -27,8 +27,7 @@ computed for any other row count).
 from __future__ import annotations
 
 import os
-import random
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from parlai.core.message import Message
 from parlai.core.opt import Opt
@@ -37,7 +36,8 @@ from parlai.utils import logging
 
 from .base import DocgraphDialogTeacher
 from .build import SAMPLE_DATAPATH, raw_file
-from .readers.opendialkg import AssistantTurn, assistant_turns, read_opendialkg, split_rows
+from .candidates import add_candidate_args, example_rng, sample_candidates
+from .readers.opendialkg import assistant_turns, read_opendialkg, split_rows
 
 CSV_NAME = "opendialkg.csv"
 TRIPLES_NAME = "opendialkg_triples.txt"
@@ -45,38 +45,6 @@ TRIPLES_NAME = "opendialkg_triples.txt"
 
 def _triples(triples) -> List[List[str]]:
     return [list(t) for t in triples]
-
-
-def draw_candidates(
-    turn: AssistantTurn,
-    pool: List[Tuple[int, str]],
-    num: int,
-    seed: int,
-) -> List[str]:
-    """
-    The gold response and ``num - 1`` distinct non-empty responses of other dialogues
-    from ``pool`` (``[(dialogue_id, response), ...]``), in a seeded random order.
-
-    The draw depends only on ``seed``, the dialogue and turn ids and the pool, so it is
-    the same in every run and every worker.
-    """
-    if num <= 0:
-        return []
-    rng = random.Random(f"{seed}:{turn.dialogue_id}:{turn.turn_index}")
-    chosen: Dict[str, None] = {}
-    wanted = num - 1
-    order = list(range(len(pool)))
-    rng.shuffle(order)
-    for i in order:
-        if len(chosen) >= wanted:
-            break
-        did, response = pool[i]
-        if did == turn.dialogue_id or not response.strip() or response == turn.response:
-            continue
-        chosen.setdefault(response)
-    cands = list(chosen)
-    cands.insert(rng.randrange(len(cands) + 1), turn.response)
-    return cands
 
 
 class OpendialkgTeacher(DocgraphDialogTeacher):
@@ -90,23 +58,11 @@ class OpendialkgTeacher(DocgraphDialogTeacher):
     ) -> ParlaiParser:
         super().add_cmdline_args(parser, partial_opt)
         group = parser.add_argument_group("docgraph OpenDialKG")
-        group.add_argument(
-            "--num-label-candidates",
-            type=int,
-            default=20,
-            help="label_candidates per example: the gold response plus responses of "
-            "other dialogues of the same split (0: no candidates)",
-        )
-        group.add_argument(
-            "--label-candidates-seed",
-            type=int,
-            default=42,
-            help="seed of the label-candidate draw",
-        )
+        add_candidate_args(group)
         return parser
 
     def __init__(self, opt: Opt, shared=None) -> None:
-        opt = opt.copy()
+        opt = Opt(opt)  # a copy that keeps Opt's methods
         self.num_cands = int(opt.get("num_label_candidates", 20))
         self.cands_seed = int(opt.get("label_candidates_seed", 42))
         self.id = self.__class__.__name__.replace("Teacher", "").lower()
@@ -160,9 +116,11 @@ class OpendialkgTeacher(DocgraphDialogTeacher):
                         "ratings": ratings,
                     }
                 )
-                cands = draw_candidates(turn, pool, self.num_cands, self.cands_seed)
-                if cands:
-                    msg["label_candidates"] = cands
+                if self.num_cands > 1:
+                    rng = example_rng(self.cands_seed, turn.dialogue_id, turn.turn_index)
+                    msg["label_candidates"] = sample_candidates(
+                        turn.response, pool, turn.dialogue_id, self.num_cands, rng
+                    )
                 yield msg, i == 0
 
 

@@ -78,6 +78,26 @@ def knowledge_message(
     return msg
 
 
+def add_knowledge_label_args(group) -> None:
+    """
+    ``--label-type`` and ``--include-knowledge-separator``, as ParlAI's WoW teacher has.
+    """
+    group.add_argument(
+        "--label-type",
+        type=str,
+        choices=["response", "chosen_sent"],
+        default="response",
+        help="label with the response, or with the checked knowledge sentence "
+        "('title sentence'; candidates are then the knowledge pool)",
+    )
+    group.add_argument(
+        "--include-knowledge-separator",
+        type="bool",
+        default=False,
+        help="put __knowledge__ between title and sentence in knowledge lines",
+    )
+
+
 class WowTeacher(DocgraphDialogTeacher):
     """
     Wizard of Wikipedia, one example per Wizard turn, seen (``random_split``, default)
@@ -92,20 +112,7 @@ class WowTeacher(DocgraphDialogTeacher):
     ) -> ParlaiParser:
         super().add_cmdline_args(parser, partial_opt)
         group = parser.add_argument_group("docgraph Wizard of Wikipedia")
-        group.add_argument(
-            "--label-type",
-            type=str,
-            choices=["response", "chosen_sent"],
-            default="response",
-            help="label with the Wizard's response, or with the checked knowledge "
-            "sentence ('title sentence'; candidates are then the knowledge pool)",
-        )
-        group.add_argument(
-            "--include-knowledge-separator",
-            type="bool",
-            default=False,
-            help="put __knowledge__ between title and sentence in knowledge lines",
-        )
+        add_knowledge_label_args(group)
         group.add_argument(
             "--add-missing-turns",
             type=str,

@@ -39,7 +39,6 @@ so ``--skip-bad-rows`` does not change the split.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -47,8 +46,9 @@ import random
 import re
 import tempfile
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
+from ..build import sha256_of
 from ..errors import BadRows, DatasetFormatError, require_type
 from ..jsonio import iter_json_array
 
@@ -289,51 +289,7 @@ def dialogue_episodes(dialogue: KomodisDialogue) -> List[List[KomodisTurn]]:
 
 
 # ---------------------------------------------------------------------------------------
-# label candidates
-
-
-def sample_candidates(
-    gold: str,
-    pool: Sequence[Tuple[object, str]],
-    exclude_group: object,
-    num: int,
-    rng: random.Random,
-) -> List[str]:
-    """
-    ``gold`` plus up to ``num - 1`` distinct distractors, in random order.
-
-    ``pool`` holds ``(group, text)`` pairs (group = dialogue); distractors come from other
-    groups and never equal the gold text. Fewer are returned when the pool is small.
-    """
-    want = max(0, num - 1)
-    chosen: List[str] = []
-    taken = {gold}
-    tries = 0
-    while len(chosen) < want and tries < 20 * want and pool:
-        tries += 1
-        group, text = pool[rng.randrange(len(pool))]
-        if group != exclude_group and text not in taken:
-            taken.add(text)
-            chosen.append(text)
-    if len(chosen) < want:  # small pool: scan everything eligible, in a seeded order
-        rest = [t for g, t in pool if g != exclude_group and t not in taken]
-        rest = list(dict.fromkeys(rest))
-        rng.shuffle(rest)
-        chosen += rest[: want - len(chosen)]
-    chosen.insert(rng.randrange(len(chosen) + 1), gold)
-    return chosen
-
-
-# ---------------------------------------------------------------------------------------
 # split
-
-
-def sha256_file(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _round_half_up(x: float) -> int:
@@ -387,7 +343,7 @@ def compute_split(dataset_path: str) -> dict:
     return {
         "procedure": SPLIT_PROCEDURE,
         "dataset": "komodis/dataset.json",
-        "dataset_sha256": sha256_file(dataset_path),
+        "dataset_sha256": sha256_of(dataset_path),
         "seed": SPLIT_SEED,
         "fractions": list(SPLIT_FRACTIONS),
         "counts": {
@@ -440,7 +396,7 @@ def load_split(
     ``local_path`` atomically (replacing a cache made for another ``dataset.json``).
     """
     notes: List[str] = []
-    sha = sha256_file(dataset_path)
+    sha = sha256_of(dataset_path)
     if shipped_path and os.path.isfile(shipped_path):
         doc = _read_split(shipped_path)
         if doc is not None and doc.get("dataset_sha256") == sha and doc.get("procedure") == SPLIT_PROCEDURE:

@@ -390,7 +390,6 @@ def make_dialogue(rng: random.Random, walker: Walker, start: str, n: int) -> Lis
         triples = None
         if not last and rng.random() < p_path:
             triples = walker.path(rng, focus, used, 2 if rng.random() < 0.35 else 1)
-        msgs: List[str]
         if triples:
             score = SCORES[(n + k) % len(SCORES)]
             actions.append(path_action(sender, score, triples))

@@ -15,7 +15,6 @@ lists are computed here without the CSV (see ``readers/opendialkg.py::dialoggsr_
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
