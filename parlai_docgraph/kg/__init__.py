@@ -1,0 +1,16 @@
+"""
+Knowledge-graph library for generative subgraph retrieval (DialogGSR, Park et al.).
+
+Pure Python/numpy/scipy (plus ``torch``/``transformers`` in :mod:`.constrained` only);
+no ParlAI imports, so the pieces can be used and tested on their own:
+
+* :mod:`.store` -- :class:`KnowledgeGraph`: vocabularies, forward edges, reverse queries,
+  sparse adjacency.
+* :mod:`.katz` -- Katz-index entity informativeness (Eq. 5-6).
+* :mod:`.subgraph` -- k-hop ego-graph candidate paths per turn.
+* :mod:`.linearize` -- structure-aware linearization (Eq. 2) and its inverse parser.
+* :mod:`.trie` -- token-level prefix trie over tokenized linearized paths.
+* :mod:`.constrained` -- graph-constrained decoding ``LogitsProcessor`` (Eq. 3-4).
+
+The heavy modules are not imported here; import them directly.
+"""
