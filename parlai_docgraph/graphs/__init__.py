@@ -1,0 +1,34 @@
+"""
+Documents -> graphs (no ParlAI imports here).
+
+- :mod:`.schema`: :class:`DocumentGraph`, typed nodes/edges, versioned vocabularies.
+- :mod:`.parsers`: semantic parser backends (``dep`` spaCy default; ``amr`` pending).
+- :mod:`.coref`: coreference backends (rule-based default).
+- :mod:`.semantic`: Li et al.'s document semantic graph, :func:`build_document_graph`
+  (``DocumentGraph.extend`` appends later-retrieved passages).
+- :mod:`.multilevel`: Zhang & Tan's multi-level graph, :func:`build_multilevel_graph`.
+- :mod:`.cache`: content-hash keyed, versioned graph store (atomic, resumable, sharded).
+- :mod:`.embed`: initial node vectors from a frozen encoder.
+- :mod:`.render`: self-contained HTML page of a graph.
+
+Heavy dependencies (spaCy, torch) are imported lazily, on first use.
+"""
+
+from .schema import (
+    CONCEPT_KINDS,
+    EDGE_TYPES,
+    NODE_TYPES,
+    ROLE_EDGE_TYPES,
+    SCHEMA_VERSION,
+    DocumentGraph,
+    Edge,
+    Node,
+)
+from .multilevel import build_multilevel_graph
+from .semantic import ABLATIONS, build_document_graph, extend_document_graph
+
+__all__ = [
+    "ABLATIONS", "CONCEPT_KINDS", "EDGE_TYPES", "NODE_TYPES", "ROLE_EDGE_TYPES",
+    "SCHEMA_VERSION", "DocumentGraph", "Edge", "Node", "build_document_graph",
+    "build_multilevel_graph", "extend_document_graph",
+]

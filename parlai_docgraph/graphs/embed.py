@@ -1,0 +1,116 @@
+"""
+Initial node embeddings from a frozen pretrained encoder (Li et al. 2.1; Zhang & Tan 3.3).
+
+:func:`embed_graph` encodes every distinct sentence and title of a graph once (batched,
+length-sorted, ``torch.no_grad``) with any Hugging Face encoder whose fast tokenizer gives
+character offsets, then reads node vectors off the hidden states:
+
+- ``sentence`` nodes: the first token of their sentence (``[CLS]`` / ``<s>``);
+- ``passage`` and ``topic`` nodes: the first token of their title;
+- ``concept`` and ``word`` nodes: the mean over the tokens overlapping any of their mention
+  spans, in the context of each mention's sentence (a merged concept averages all its
+  mentions' tokens).
+
+Texts longer than the encoder's limit are truncated; a node none of whose span tokens
+survived (cut off by truncation, or characters the tokenizer drops) gets its sentence's
+first-token vector instead and is listed in ``fallback`` as (node id, sentence index). An
+empty text has only special tokens (or none: zero vector). Persistent caching of vectors is
+not done here (identical texts are encoded once per call).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .schema import DocumentGraph
+
+
+@dataclass
+class NodeEmbeddings:
+    """``vectors``: float tensor N x dim (row = node id); ``fallback``: (node id, sentence)."""
+
+    vectors: Any
+    fallback: List[Tuple[int, int]] = field(default_factory=list)
+
+
+def _limit(encoder: Any, tokenizer: Any, max_length: Optional[int]) -> int:
+    """The token limit: explicit, else the smaller of tokenizer and position limits."""
+    if max_length is not None:
+        return max_length
+    limits = [getattr(tokenizer, "model_max_length", None)]
+    limits.append(getattr(getattr(encoder, "config", None), "max_position_embeddings", None))
+    usable = [n for n in limits if isinstance(n, int) and 0 < n < 1_000_000]
+    return min(usable) if usable else 512
+
+
+def encode_texts(
+    texts: Sequence[str], encoder: Any, tokenizer: Any, *, batch_size: int = 32,
+    max_length: Optional[int] = None,
+) -> Dict[str, Tuple[Any, List[Tuple[int, int]]]]:
+    """Distinct text -> (hidden states T x dim, token character offsets), batched."""
+    import torch
+
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError("embed_graph needs a fast tokenizer (character offsets)")
+    limit = _limit(encoder, tokenizer, max_length)
+    distinct = sorted(set(texts), key=len)
+    device = next(encoder.parameters()).device
+    out: Dict[str, Tuple[Any, List[Tuple[int, int]]]] = {}
+    encoder.eval()
+    with torch.no_grad():
+        for i in range(0, len(distinct), batch_size):
+            batch = distinct[i : i + batch_size]
+            enc = tokenizer(
+                batch, return_offsets_mapping=True, truncation=True, max_length=limit,
+                padding=True, return_tensors="pt",
+            )
+            offsets = enc.pop("offset_mapping").tolist()
+            mask = enc["attention_mask"]
+            enc = {k: v.to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+            hidden = encoder(**enc).last_hidden_state.float().cpu()
+            for j, text in enumerate(batch):
+                n = int(mask[j].sum())
+                out[text] = (hidden[j, :n], [tuple(o) for o in offsets[j][:n]])
+    return out
+
+
+def embed_graph(
+    graph: DocumentGraph, encoder: Any, tokenizer: Any, *, batch_size: int = 32,
+    max_length: Optional[int] = None,
+) -> NodeEmbeddings:
+    """Initial vectors for every node of ``graph`` (see the module docstring)."""
+    import torch
+
+    sentences = graph.sentence_texts()
+    titles = [n.text for n in graph.nodes if n.type in ("passage", "topic")]
+    states = encode_texts(
+        list(sentences.values()) + titles, encoder, tokenizer,
+        batch_size=batch_size, max_length=max_length,
+    )
+    dim = encoder.config.hidden_size
+    vectors = torch.zeros(len(graph.nodes), dim)
+    fallback: List[Tuple[int, int]] = []
+
+    def first(text: str) -> Any:
+        hidden = states[text][0]
+        return hidden[0] if len(hidden) else torch.zeros(dim)
+
+    for node in graph.nodes:
+        if node.type in ("sentence", "passage", "topic"):
+            vectors[node.id] = first(node.text)
+        else:
+            picked = []
+            for s, start, end in node.mentions:
+                hidden, offsets = states[sentences[s]]
+                rows = [
+                    t for t, (a, b) in enumerate(offsets) if b > a and a < end and b > start
+                ]
+                if rows:
+                    picked.append(hidden[rows])
+            if picked:
+                vectors[node.id] = torch.cat(picked).mean(dim=0)
+            else:
+                vectors[node.id] = first(sentences[node.sentence])
+                fallback.append((node.id, node.sentence))
+    return NodeEmbeddings(vectors=vectors, fallback=fallback)

@@ -1,0 +1,249 @@
+"""
+Li et al. (2.1) document semantic graph: passages, sentences and concepts.
+
+:func:`build_document_graph` turns ``[(title, [sentence, ...]), ...]`` into a
+:class:`~.schema.DocumentGraph` with
+
+- one ``passage`` node per passage (text = title) and one ``sentence`` node per sentence
+  (``sentence`` = global index over all passages, in order);
+- ``concept`` nodes of kind ``entity`` for every predicate argument (and possessor or
+  appositive) the parser finds, grounded to a span of its sentence; the mentions of one
+  coreference cluster are merged into one node named by the longest mention (ties: more
+  capitalised words, then the earliest), whose ``mentions`` keeps every merged
+  ``(sentence, start, end)`` while ``sentence``/``span`` point at the canonical one;
+- ``concept`` nodes of kind ``predicate`` for each predicate with arguments (the AMR
+  predicate concept the role edges start from; never merged);
+- edges ``passage_sentence`` (passage -> each of its sentences), ``next_sentence`` (sentence
+  -> the next one of the same passage, narrative order; passages are separate documents),
+  ``sentence_concept`` (sentence -> every concept with a mention in it), role edges
+  predicate -> argument labelled ``ARG0``.. / ``obl`` and argument -> possessor ``poss``, and
+  ``coref`` edges (each other part of a split cluster -> the part holding the canonical
+  mention) when a cluster is not fully merged (``coref_merge`` other than ``"all"``).
+
+Ablations of Li Table 7 (see :data:`ABLATIONS`):
+
+- sentence graph (``sentence_graph=True``): passage and sentence nodes with their structure
+  edges only; no parser, no coreference, no concepts.
+- coreference graph (``role_edges=False``): the full graph without the AMR role edges;
+  concepts, their sentence edges and coreference merges/edges stay.
+- homogeneous graph (``homogeneous=True``): every edge gets the single type ``edge``
+  (duplicates collapse) and ``meta["homogeneous"]`` makes ``to_tensors`` give every node type
+  id 0; node ``type`` fields stay so sentence and concept selection targets are known.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from .coref import get_coref
+from .parsers import Parser, get_parser
+from .parsers.base import ParsedSentence
+from .schema import SCHEMA_VERSION, DocumentGraph, GraphBuilder, MentionRef
+
+Passages = Sequence[Tuple[str, Sequence[str]]]
+
+ABLATIONS: Dict[str, Dict[str, Any]] = {
+    "full": {},
+    "sentence": {"sentence_graph": True},
+    "coref": {"role_edges": False},
+    "homogeneous": {"homogeneous": True},
+}
+COREF_MERGE_MODES = ("all", "passage", "none")
+
+
+def check_passages(passages: Any) -> List[Tuple[str, List[str]]]:
+    """Validate ``passages``; ``ValueError`` naming the offending position otherwise."""
+    if isinstance(passages, (str, bytes, dict)) or not isinstance(passages, (list, tuple)):
+        raise ValueError(
+            f"passages must be a list of (title, [sentences]), got {type(passages).__name__}"
+        )
+    out = []
+    for p, item in enumerate(passages):
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise ValueError(f"passages[{p}] must be a (title, [sentences]) pair, got {item!r:.80}")
+        title, sentences = item
+        if not isinstance(title, str):
+            raise ValueError(f"passages[{p}] title must be str, got {type(title).__name__}")
+        if isinstance(sentences, (str, bytes)) or not isinstance(sentences, (list, tuple)):
+            raise ValueError(
+                f"passages[{p}] sentences must be a list of str, got {type(sentences).__name__}"
+            )
+        for s, sent in enumerate(sentences):
+            if not isinstance(sent, str):
+                raise ValueError(
+                    f"passages[{p}] sentence {s} must be str, got {type(sent).__name__}"
+                )
+        out.append((title, list(sentences)))
+    return out
+
+
+def _canonical_key(ref: MentionRef, text: Dict[MentionRef, str]) -> Tuple[int, int, int, int]:
+    """Longest mention first; ties go to the one with more capitalised words, then the earliest."""
+    words = text[ref].split()
+    return (len(text[ref]), sum(w[:1].isupper() for w in words), -ref[0], -ref[1])
+
+
+def _concepts(
+    b: GraphBuilder, parsed: Sequence[ParsedSentence], passage_of: List[int],
+    clusters: Sequence[Tuple[MentionRef, ...]], merge: str, coref_edges: bool,
+) -> Dict[MentionRef, int]:
+    """Add entity concept nodes (merged per ``merge``) and coreference edges."""
+    text: Dict[MentionRef, str] = {}
+    for g, ps in enumerate(parsed):
+        for m in ps.mentions():
+            text[(g, m.start, m.end)] = m.text
+    cluster_of = {ref: c for c, refs in enumerate(clusters) for ref in refs if ref in text}
+    groups: Dict[Any, List[MentionRef]] = {}
+    for ref in sorted(text):
+        c = cluster_of.get(ref)
+        if c is None or merge == "none":
+            key: Any = ("m", ref)
+        elif merge == "passage":
+            key = ("c", c, passage_of[ref[0]])
+        else:
+            key = ("c", c)
+        groups.setdefault(key, []).append(ref)
+    node_of: Dict[MentionRef, int] = {}
+    for refs in groups.values():
+        canon = max(refs, key=lambda r: _canonical_key(r, text))
+        nid = b.node(
+            type="concept", text=text[canon], passage=passage_of[canon[0]], sentence=canon[0],
+            span=(canon[1], canon[2]), mentions=tuple(refs), kind="entity",
+        )
+        for ref in refs:
+            node_of[ref] = nid
+    if coref_edges and merge != "all":
+        for refs in clusters:
+            refs = [r for r in refs if r in text]
+            if not refs:
+                continue
+            canon = node_of[max(refs, key=lambda r: _canonical_key(r, text))]
+            for ref in refs:
+                b.edge(node_of[ref], canon, "coref")
+    return node_of
+
+
+def build_document_graph(
+    passages: Passages,
+    parser: Union[str, Parser] = "dep",
+    coref: Union[str, Any] = "rule",
+    *,
+    sentence_graph: bool = False,
+    role_edges: bool = True,
+    coref_edges: bool = True,
+    coref_merge: str = "all",
+    homogeneous: bool = False,
+) -> DocumentGraph:
+    """
+    Build Li et al.'s document semantic graph of ``passages`` (see the module docstring).
+
+    ``parser``/``coref``: a registered backend name or an instance (reuse one across calls
+    to share its loaded pipeline). ``coref_merge``: ``"all"`` merges a cluster into one node
+    (the paper), ``"passage"`` merges within each passage and links the parts with ``coref``
+    edges, ``"none"`` keeps one node per mention linked by ``coref`` edges.
+    """
+    items = check_passages(passages)
+    if coref_merge not in COREF_MERGE_MODES:
+        raise ValueError(f"coref_merge must be one of {COREF_MERGE_MODES}, got {coref_merge!r}")
+    b = GraphBuilder()
+    sentences: List[str] = []
+    passage_of: List[int] = []
+    sentence_node: List[int] = []
+    for p, (title, sents) in enumerate(items):
+        pid = b.node(type="passage", text=title, passage=p)
+        prev: Optional[int] = None
+        for sent in sents:
+            sid = b.node(type="sentence", text=sent, passage=p, sentence=len(sentences))
+            sentences.append(sent)
+            passage_of.append(p)
+            sentence_node.append(sid)
+            b.edge(pid, sid, "passage_sentence")
+            if prev is not None:
+                b.edge(prev, sid, "next_sentence")
+            prev = sid
+    options = {
+        "sentence_graph": sentence_graph, "role_edges": role_edges, "coref_edges": coref_edges,
+        "coref_merge": coref_merge, "homogeneous": homogeneous,
+    }
+    meta: Dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION, "builder": "semantic", "parser": None, "coref": None,
+        "options": options, "homogeneous": homogeneous,
+        "num_passages": len(items), "num_sentences": len(sentences),
+    }
+    if not sentence_graph:
+        backend = get_parser(parser) if isinstance(parser, str) else parser
+        resolver = get_coref(coref) if isinstance(coref, str) else coref
+        parsed = backend.parse(sentences)
+        clusters = resolver.resolve(parsed)
+        meta["parser"], meta["coref"] = backend.describe(), resolver.describe()
+        node_of = _concepts(b, parsed, passage_of, clusters, coref_merge, coref_edges)
+        in_sentence: Dict[int, List[int]] = {}
+        for ref in sorted(node_of):
+            in_sentence.setdefault(ref[0], []).append(node_of[ref])
+        for g, ps in enumerate(parsed):
+            for nid in in_sentence.get(g, ()):
+                b.edge(sentence_node[g], nid, "sentence_concept")
+            for pred in ps.predicates:
+                pid = b.node(
+                    type="concept", text=pred.text, passage=passage_of[g], sentence=g,
+                    span=(pred.start, pred.end), mentions=((g, pred.start, pred.end),),
+                    kind="predicate",
+                )
+                b.edge(sentence_node[g], pid, "sentence_concept")
+                if role_edges:
+                    for arg in pred.arguments:
+                        b.edge(pid, node_of[(g, *arg.mention.key)], arg.role)
+            if role_edges:
+                for rel in ps.relations:
+                    b.edge(node_of[(g, *rel.src.key)], node_of[(g, *rel.dst.key)], rel.role)
+    edges = b.edges
+    if homogeneous:
+        collapsed = GraphBuilder()
+        for e in edges:
+            collapsed.edge(e.src, e.dst, "edge")
+        edges = collapsed.edges
+    return DocumentGraph(nodes=b.nodes, edges=edges, meta=meta)
+
+
+def graph_passages(graph: DocumentGraph) -> List[Tuple[str, List[str]]]:
+    """The ``(title, [sentences])`` list a graph was built from (from its nodes)."""
+    passages: List[Tuple[str, List[str]]] = []
+    for node in graph.nodes:
+        if node.type == "passage":
+            passages.append((node.text, []))
+        elif node.type == "sentence":
+            passages[node.passage][1].append(node.text)
+    return passages
+
+
+def extend_document_graph(
+    graph: DocumentGraph,
+    new_passages: Passages,
+    parser: Union[str, Parser] = "dep",
+    coref: Union[str, Any] = "rule",
+) -> DocumentGraph:
+    """
+    The graph of ``graph``'s passages followed by ``new_passages`` (passages retrieved at a
+    later turn), with ``graph``'s build options; equal to building all passages at once.
+
+    Old sentences are not parsed again when ``parser`` is an instance that memoises parses
+    (``DepParser(memo_size=...)``) and built ``graph``; coreference and graph assembly are
+    re-run over all passages (cheap), so clusters may link new mentions to old ones and
+    concept node ids after the old sentence nodes may shift. ``ValueError`` when ``graph``
+    was not built by this module or ``parser``/``coref`` differ from its backends.
+    """
+    if graph.meta.get("builder") != "semantic":
+        raise ValueError(f"cannot extend a graph built by {graph.meta.get('builder')!r}")
+    new = check_passages(new_passages)
+    options = dict(graph.meta.get("options", {}))
+    if not options.get("sentence_graph"):
+        backend = get_parser(parser) if isinstance(parser, str) else parser
+        resolver = get_coref(coref) if isinstance(coref, str) else coref
+        for what, have, want in (
+            ("parser", backend.describe(), graph.meta.get("parser")),
+            ("coref", resolver.describe(), graph.meta.get("coref")),
+        ):
+            if have != want:
+                raise ValueError(f"graph was built with {what} {want!r}, extending with {have!r}")
+        parser, coref = backend, resolver
+    return build_document_graph(graph_passages(graph) + new, parser, coref, **options)

@@ -1,0 +1,93 @@
+"""
+Initial node embeddings with a tiny randomly initialised encoder (no download).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from parlai_docgraph.graphs import build_document_graph, build_multilevel_graph
+from parlai_docgraph.graphs.embed import embed_graph, encode_texts
+
+PASSAGES = [
+    ("Bach", ["Johann Sebastian Bach was a composer .", "Bach wrote music .", "He died ."]),
+    ("Tower", ["The keeper lit the lamp .", ""]),
+]
+
+
+@pytest.fixture(scope="module")
+def encoder_and_tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    words = sorted({w for t, sents in PASSAGES for s in [t, *sents] for w in s.split()})
+    vocab = {w: i for i, w in enumerate(["[PAD]", "[CLS]", "[SEP]", "[UNK]", *words])}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    core.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 1), ("[SEP]", 2)]
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+        unk_token="[UNK]", model_max_length=64,
+    )
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=64,
+    )
+    return BertModel(config).eval(), tokenizer
+
+
+def alone(encoder, tokenizer, text):
+    """Unbatched hidden states and offsets of one text."""
+    enc = tokenizer(text, return_offsets_mapping=True, return_tensors="pt")
+    offsets = enc.pop("offset_mapping")[0].tolist()
+    with torch.no_grad():
+        hidden = encoder(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"])
+    return hidden.last_hidden_state[0], offsets
+
+
+def test_node_vectors_follow_the_paper(encoder_and_tokenizer):
+    encoder, tokenizer = encoder_and_tokenizer
+    graph = build_document_graph(PASSAGES)
+    out = embed_graph(graph, encoder, tokenizer, batch_size=2)
+    assert out.vectors.shape == (len(graph.nodes), 16) and out.fallback == []
+    sentences = graph.sentence_texts()
+    for node in graph.nodes:
+        if node.type in ("sentence", "passage"):
+            expected = alone(encoder, tokenizer, node.text)[0][0]
+        else:
+            rows = []
+            for s, a, b in node.mentions:
+                hidden, offsets = alone(encoder, tokenizer, sentences[s])
+                rows += [hidden[t] for t, (x, y) in enumerate(offsets) if y > x and x < b and y > a]
+            expected = torch.stack(rows).mean(0)
+        assert torch.allclose(out.vectors[node.id], expected, atol=1e-5), node
+    bach = next(n for n in graph.nodes if n.text == "Johann Sebastian Bach")
+    assert len(bach.mentions) == 3  # the merged concept averages all its mentions
+
+
+def test_truncation_falls_back_and_reports(encoder_and_tokenizer):
+    encoder, tokenizer = encoder_and_tokenizer
+    text = "Bach wrote music and " * 20 + "the keeper lit the lamp ."
+    graph = build_document_graph([("Long", [text])])
+    out = embed_graph(graph, encoder, tokenizer, max_length=8)
+    late = [n.id for n in graph.nodes if n.kind == "entity" and n.span[0] > 40]
+    assert late and {i for i, _ in out.fallback} >= set(late)
+    sentence = graph.nodes_of_type("sentence")[0]
+    for i in late:
+        assert torch.equal(out.vectors[i], out.vectors[sentence.id])
+    assert torch.isfinite(out.vectors).all()
+
+
+def test_multilevel_graph_and_slow_tokenizer(encoder_and_tokenizer):
+    encoder, tokenizer = encoder_and_tokenizer
+    graph = build_multilevel_graph(PASSAGES)
+    out = embed_graph(graph, encoder, tokenizer)
+    assert out.vectors.shape[0] == len(graph.nodes) and torch.isfinite(out.vectors).all()
+    states = encode_texts(["a", "a", ""], encoder, tokenizer)
+    assert set(states) == {"a", ""}
+    with pytest.raises(ValueError, match="fast tokenizer"):
+        encode_texts(["a"], encoder, object())
