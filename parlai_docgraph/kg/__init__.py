@@ -11,6 +11,10 @@ no ParlAI imports, so the pieces can be used and tested on their own:
 * :mod:`.linearize` -- structure-aware linearization (Eq. 2) and its inverse parser.
 * :mod:`.trie` -- token-level prefix trie over tokenized linearized paths.
 * :mod:`.constrained` -- graph-constrained decoding ``LogitsProcessor`` (Eq. 3-4).
+* :mod:`.linking` -- :class:`EntityLinker`: KG entity mentions in dialogue text, from
+  the text alone (spaCy ``PhraseMatcher``; no gold or future-turn entities).
+* :mod:`.turns` -- :func:`turn_candidates`: per-turn linking, Katz scores, k-hop
+  candidate paths and their linearization from the dialogue history only.
 
 The heavy modules are not imported here; import them directly.
 """
