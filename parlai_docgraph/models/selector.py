@@ -1,0 +1,237 @@
+"""
+Li et al. (2.2) dialog-aware graph knowledge selector: context nodes (Eq. 1), EGAT layers
+(Eq. 2-3), sentence and concept heads (Eq. 4-5) and losses (Eq. 6-8).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..graphs.schema import EDGE_TYPES, NODE_TYPES, DocumentGraph
+from .common import example_offsets, sample_negatives, segment_log_softmax
+from .egat import EGATConv
+
+VARIANTS: Tuple[str, ...] = ("full", "sentence", "coref", "homogeneous", "none")
+#: Type ids past the schema vocabularies for the context node and its edge to its sentence.
+CONTEXT_NODE_TYPE = len(NODE_TYPES)
+CONTEXT_EDGE_TYPE = len(EDGE_TYPES)
+
+
+@dataclass
+class SelectorOutput:
+    """
+    ``scores``: ``[C']`` Eq. 4 logits of the kept candidates (all at inference, gold + k
+    negatives when sampling); ``keep``: their indices into the input candidates;
+    ``cand2example``: ``[C']``; ``gold``: ``[B]`` flat index of each gold into ``scores``
+    (``None`` without labels); ``concept_logits``: ``[M]`` Eq. 5 pre-sigmoid logits;
+    ``cand_offset``: ``[B]`` index of each example's first input candidate.
+    """
+
+    scores: Tensor
+    keep: Tensor
+    cand2example: Tensor
+    gold: Optional[Tensor]
+    concept_logits: Tensor
+    num_examples: int
+    cand_offset: Tensor
+
+
+def concept_labels(graph: DocumentGraph, gold_sentences: Sequence[int]) -> Dict[int, float]:
+    """
+    Concept node id -> relevance label ``r_n`` (Li 2.2): 1 when any mention of the concept (a
+    merged concept has several) is a span inside a gold sentence, else 0.
+    """
+    gold = set(gold_sentences)
+    texts = graph.sentence_texts()
+    labels: Dict[int, float] = {}
+    for node in graph.nodes_of_type("concept"):
+        refs = list(node.mentions) or (
+            [(node.sentence, *node.span)] if node.span is not None else [])
+        labels[node.id] = float(any(
+            s in gold and 0 <= a <= b <= len(texts.get(s, "")) for s, a, b in refs))
+    return labels
+
+
+def _mlp(dim_in: int, dim: int, dim_out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(dim_in, dim), nn.GELU(), nn.Linear(dim, dim_out))
+
+
+class DialogAwareSelector(nn.Module):
+    r"""
+    Knowledge selection over a dialog-aware document graph (Li et al. 2022, 2.2).
+
+    .. math::
+        h^0_{c_i} &= \mathrm{Pool}(f_{LM}([s_i; x])) \qquad (1)
+
+        \mathrm{score}(c) &= \mathrm{MLP}([h^L_c; h^0_c]) \qquad (4)
+
+        \mathrm{score}(n) &= \sigma(\mathrm{MLP}(h^L_n)) \qquad (5)
+
+        \mathcal{L}_c &= -\log \frac{\exp \mathrm{score}(c^+)}
+            {\sum_{c \in \{c^+\} \cup C^-} \exp \mathrm{score}(c)} \qquad (6)
+
+        \mathcal{L}_n &= -\frac{1}{N} \sum_n r_n \log \mathrm{score}(n)
+            + (1 - r_n) \log(1 - \mathrm{score}(n)) \qquad (7)
+
+        \mathcal{L} &= \mathcal{L}_c + \beta \mathcal{L}_n \qquad (8)
+
+    One context node per (kept) candidate joins the document graph with an edge to its
+    sentence node; ``num_layers`` EGAT layers (:class:`EGATConv`, shared weights when
+    ``share_layers``: the paper's "L layers with shared parameters") run over the union.
+    Node features (frozen LM vectors, 2.1) and pooled context vectors (Eq. 1, or the output
+    of an injected ``context_encoder``) are projected to ``hidden``; :math:`h^0` is that
+    projection. Graph edges are directed; ``add_reverse_edges`` adds each reversed, with
+    its own type, so sentences also hear their concepts and context nodes their sentence.
+
+    Variants (``--graph-variant``): ``full``, ``sentence`` and ``coref`` differ only in the
+    graph the builder makes (``sentence`` has no concept nodes, so no concept head);
+    ``homogeneous`` gives every node and edge one type; ``none`` has no graph: Eq. 4 on
+    :math:`h^0_c` alone (the cross-encoder ranking baseline). Every parameter of a variant
+    takes part in each loss (zero gradient when a batch has no concepts), as DDP needs; an
+    injected Hugging Face encoder should be built without its pooler
+    (``add_pooling_layer=False``), which [CLS] pooling does not use.
+    """
+
+    def __init__(
+        self,
+        node_dim: int,
+        context_dim: Optional[int] = None,
+        hidden: int = 200,
+        num_layers: int = 2,
+        type_dim: int = 20,
+        heads: int = 1,
+        variant: str = "full",
+        num_negatives: int = 5,
+        concept_loss_weight: float = 1.0,
+        share_layers: bool = True,
+        add_reverse_edges: bool = True,
+        dropout: float = 0.0,
+        context_encoder: Optional[nn.Module] = None,
+    ) -> None:
+        super().__init__()
+        if variant not in VARIANTS:
+            raise ValueError(f"variant {variant!r} not in {VARIANTS}")
+        self.variant, self.num_layers, self.num_negatives = variant, num_layers, num_negatives
+        self.concept_loss_weight, self.add_reverse_edges = concept_loss_weight, add_reverse_edges
+        self.context_encoder = context_encoder
+        self.context_proj = nn.Linear(context_dim or node_dim, hidden)
+        self.use_graph = variant != "none" and num_layers > 0
+        self.use_concepts = self.use_graph and variant != "sentence"
+        self.score_head = _mlp(2 * hidden if self.use_graph else hidden, hidden, 1)
+        self.convs = nn.ModuleList()
+        if self.use_graph:
+            homogeneous = variant == "homogeneous"
+            n_types = 1 if homogeneous else CONTEXT_NODE_TYPE + 1
+            e_types = 1 if homogeneous else (CONTEXT_EDGE_TYPE + 1) * (1 + add_reverse_edges)
+            self.node_proj = nn.Linear(node_dim, hidden)
+            for _ in range(1 if share_layers else num_layers):
+                self.convs.append(EGATConv(hidden, n_types, e_types, type_dim, heads, dropout))
+        if self.use_concepts:
+            self.concept_head = _mlp(hidden, hidden, 1)
+
+    def _contexts(self, context: Union[Tensor, Mapping[str, Tensor]], keep: Tensor) -> Tensor:
+        """Eq. 1 vectors of the kept candidates (encoding only those when an encoder is set)."""
+        if isinstance(context, Tensor):
+            return context[keep]
+        if self.context_encoder is None:
+            raise ValueError("context given as encoder inputs but no context_encoder is set")
+        out = self.context_encoder(**{k: v[keep] for k, v in context.items()})
+        hidden = getattr(out, "last_hidden_state", out)
+        return hidden[:, 0] if hidden.dim() == 3 else hidden  # [CLS] pooling
+
+    def forward(
+        self,
+        x: Tensor,
+        edge_index: Tensor,
+        node_type: Tensor,
+        edge_type: Tensor,
+        cand_node: Tensor,
+        cand2example: Tensor,
+        context: Union[Tensor, Mapping[str, Tensor]],
+        num_examples: int,
+        concept_index: Optional[Tensor] = None,
+        gold: Optional[Tensor] = None,
+        generator: Optional[torch.Generator] = None,
+    ) -> SelectorOutput:
+        """
+        Args:
+            x, edge_index, node_type, edge_type: the batch's disjoint document graphs
+                (``[N, node_dim]``, ``[2, E]``, ``[N]``, ``[E]``; ids of the schema).
+            cand_node: ``[C]`` sentence node of each candidate, grouped by example.
+            cand2example: ``[C]`` example of each candidate (non-decreasing).
+            context: ``[C, context_dim]`` pooled Eq. 1 vectors, or a dict of ``[C, ...]``
+                encoder inputs for ``context_encoder``.
+            num_examples: ``B``.
+            concept_index: ``[M]`` concept node ids (node types may all be 0 when
+                homogeneous, so they are given explicitly).
+            gold: ``[B]`` gold candidate index within each example's candidates. In training
+                mode with ``num_negatives > 0`` only the gold and k sampled negatives per
+                example are kept (and encoded); otherwise all candidates.
+        """
+        sample = self.training and gold is not None and self.num_negatives > 0
+        keep = (sample_negatives(cand2example, gold, self.num_negatives, generator) if sample
+                else torch.arange(cand_node.numel(), device=cand_node.device))
+        c2e = cand2example[keep]
+        h_ctx = self.context_proj(self._contexts(context, keep))
+        offset = example_offsets(cand2example, num_examples)[:-1]
+        gold_flat = None
+        if gold is not None:
+            pos = torch.full((cand_node.numel(),), -1, dtype=torch.long, device=keep.device)
+            pos[keep] = torch.arange(keep.numel(), device=keep.device)
+            gold_flat = pos[offset + gold]
+        if concept_index is None:
+            concept_index = x.new_zeros(0, dtype=torch.long)
+        if not self.use_graph:
+            return SelectorOutput(self.score_head(h_ctx).squeeze(-1), keep, c2e, gold_flat,
+                                  h_ctx.new_zeros(0), num_examples, offset)
+        num_nodes, num_ctx = x.size(0), keep.numel()
+        h0 = torch.cat([self.node_proj(x), h_ctx])
+        ctx_ids = num_nodes + torch.arange(num_ctx, device=x.device)
+        ei = torch.cat([edge_index, torch.stack([ctx_ids, cand_node[keep]])], dim=1)
+        et = torch.cat([edge_type, edge_type.new_full((num_ctx,), CONTEXT_EDGE_TYPE)])
+        nt = torch.cat([node_type, node_type.new_full((num_ctx,), CONTEXT_NODE_TYPE)])
+        if self.add_reverse_edges:
+            ei = torch.cat([ei, ei.flip(0)], dim=1)
+            et = torch.cat([et, et + CONTEXT_EDGE_TYPE + 1])
+        if self.variant == "homogeneous":
+            nt, et = torch.zeros_like(nt), torch.zeros_like(et)
+        h = h0
+        for layer in range(self.num_layers):
+            h = self.convs[layer % len(self.convs)](h, ei, nt, et)
+        scores = self.score_head(torch.cat([h[ctx_ids], h0[ctx_ids]], dim=-1)).squeeze(-1)
+        concept_logits = (self.concept_head(h[concept_index]).squeeze(-1) if self.use_concepts
+                          else h.new_zeros(0))
+        return SelectorOutput(scores, keep, c2e, gold_flat, concept_logits, num_examples, offset)
+
+    def loss(
+        self, out: SelectorOutput, concept_label: Optional[Tensor] = None
+    ) -> Tuple[Tensor, Dict[str, Tensor]]:
+        """Eq. 8 ``L_c + beta L_n`` (mean over examples / concept nodes) and its parts."""
+        if out.gold is None:
+            raise ValueError("loss needs the forward pass to be given gold")
+        logp = segment_log_softmax(out.scores, out.cand2example, out.num_examples)
+        loss_c = -logp[out.gold].mean()
+        logits = out.concept_logits
+        if concept_label is None:
+            concept_label = logits.new_zeros(logits.shape)
+        if logits.numel() != concept_label.numel():
+            raise ValueError("one concept label per concept_index entry is needed")
+        bce = F.binary_cross_entropy_with_logits(logits, concept_label.float(), reduction="sum")
+        loss_n = bce / max(logits.numel(), 1)
+        return loss_c + self.concept_loss_weight * loss_n, {"loss_c": loss_c, "loss_n": loss_n}
+
+    @torch.no_grad()
+    def rank(self, out: SelectorOutput) -> List[Tensor]:
+        """Per example, candidate indices (into that example's input candidates) best first."""
+        ptr = example_offsets(out.cand2example, out.num_examples).tolist()
+        ranked: List[Tensor] = []
+        for b in range(out.num_examples):
+            lo, hi = ptr[b], ptr[b + 1]
+            local = out.keep[lo:hi] - out.cand_offset[b]
+            ranked.append(local[out.scores[lo:hi].argsort(descending=True)])
+        return ranked
