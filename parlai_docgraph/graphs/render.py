@@ -5,8 +5,9 @@ Nodes are placed by a seeded spring layout (networkx), coloured by type (concept
 and predicates in two colours, as in Li et al.'s Figure 3), labelled with their text
 (shortened; the full text, type and mentions in a tooltip). Structure edges are dotted,
 semantic edges (roles, coreference, word edges) solid with their type as a label. Nodes in
-``selected`` (e.g. a selector's picks) get a thick black outline. Clicking a node
-highlights it and its neighbours. No external resources are referenced.
+``selected`` (e.g. a selector's picks) get a thick black outline, nodes in ``gold`` (e.g. the
+gold sentence and its concepts) a thick red one; ``caption`` is shown under the heading.
+Clicking a node highlights it and its neighbours. No external resources are referenced.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ STYLE = """
 body { font: 13px sans-serif; margin: 0; }
 .node circle { stroke: #555; stroke-width: 1; }
 .node.selected circle { stroke: #000; stroke-width: 4; }
+.node.gold circle { stroke: #d62728; stroke-width: 4; }
+.node.gold.selected circle { stroke: #000; stroke-dasharray: 4 2; }
+#caption { margin: 4px 0; }
 .node text { font-size: 10px; pointer-events: none; }
 line.edge { stroke: #999; stroke-width: 1; }
 line.edge.structure { stroke-dasharray: 3 3; stroke: #bbb; }
@@ -87,10 +91,11 @@ def layout(graph: DocumentGraph, seed: int = 0) -> Dict[int, Tuple[float, float]
 
 def render_html(
     graph: DocumentGraph, selected: Iterable[int] = (), title: Optional[str] = None,
-    seed: int = 0,
+    seed: int = 0, gold: Iterable[int] = (), caption: Optional[str] = None,
 ) -> str:
     """The HTML page of ``graph`` (see the module docstring)."""
     chosen = set(selected)
+    golden = set(gold)
     pos = layout(graph, seed)
     esc = html.escape
     parts = []
@@ -118,6 +123,8 @@ def render_html(
         if mentions:
             tip += f"\nmentions: {mentions}"
         cls = "node selected" if n.id in chosen else "node"
+        if n.id in golden:
+            cls += " gold"
         parts.append(
             f'<g class="{cls}" data-id="{n.id}" data-type="{n.type}">'
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}" fill="{_colour(n)}"/>'
@@ -128,13 +135,16 @@ def render_html(
         f'<span style="background:{c}">{esc(k)}</span>' for k, c in COLOURS.items()
         if k != "concept"
     )
+    if golden:
+        legend += '<span style="border:4px solid #d62728">gold</span>'
+    note = f'<div id="caption">{esc(caption)}</div>' if caption else ""
     heading = esc(title or f"{graph.meta.get('builder', 'graph')} graph")
     meta = esc(", ".join(f"{k}={graph.meta[k]}" for k in ("parser", "coref") if k in graph.meta))
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
         f"<title>{heading}</title><style>{STYLE}</style></head><body>"
         f"<h3>{heading}</h3>"
-        f"<div>{len(graph.nodes)} nodes, {len(graph.edges)} edges. {meta}</div>"
+        f"{note}<div>{len(graph.nodes)} nodes, {len(graph.edges)} edges. {meta}</div>"
         f'<div id="legend">{legend}<span style="border:4px solid #000">selected</span></div>'
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
         f'viewBox="0 0 {WIDTH} {HEIGHT}">{"".join(parts)}</svg>'
@@ -144,9 +154,11 @@ def render_html(
 
 def write_html(
     graph: DocumentGraph, path: Union[str, Path], selected: Iterable[int] = (),
-    title: Optional[str] = None,
+    title: Optional[str] = None, gold: Iterable[int] = (), caption: Optional[str] = None,
 ) -> Path:
     """Write :func:`render_html` output to ``path`` (UTF-8) and return the path."""
     path = Path(path)
-    path.write_text(render_html(graph, selected, title), encoding="utf-8")
+    path.write_text(
+        render_html(graph, selected, title, gold=gold, caption=caption), encoding="utf-8"
+    )
     return path

@@ -5,3 +5,6 @@ parlai_docgraph.scripts.<name>``.
 """
 
 from . import datasets  # noqa: F401
+from . import build_graphs  # noqa: F401
+from . import show_graph  # noqa: F401
+from . import bench  # noqa: F401

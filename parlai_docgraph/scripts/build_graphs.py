@@ -1,0 +1,426 @@
+"""
+``parlai-docgraph build_graphs``: build every document graph a task needs into the graph
+store under ``<datapath>/docgraph_cache/graphs``.
+
+The task's examples are read through ParlAI (``-t``, ``-dt`` as for any ParlAI command;
+several datatypes comma-separated, default ``train,valid,test``; ``train`` is read in order),
+the distinct knowledge pools (``knowledge_passages``) are collected, and every pool whose
+graph is not in the :class:`~parlai_docgraph.graphs.cache.GraphStore` is built and stored.
+Keys are the store's content hashes, so graphs built here are the ones
+``GraphStore.get_or_build`` (and the teachers) find.
+
+- Resumable: entries are written atomically as they are built; a re-run (after a kill, or
+  with more data) verifies stored entries and builds only what is missing. A corrupt or
+  stale entry fails verification, is deleted and rebuilt, never loaded.
+- ``--shard i/n`` builds only the pools whose key falls in shard ``i`` of ``n`` (separate
+  machines can build shards into separate datapaths); ``--merge-from DIR ...`` copies the
+  verified entries of other stores (a datapath, its ``docgraph_cache/graphs`` folder or a
+  ``graphs-v<N>`` folder) into this one, then builds whatever is still missing when ``-t``
+  is given.
+- ``--workers N`` builds in ``N`` processes (spawned; each loads its own spaCy pipeline).
+
+Examples::
+
+    parlai-docgraph build_graphs -t docgraph:sample -dt valid --datapath /tmp/dp
+    parlai-docgraph build_graphs -t docgraph:wow --shard 0/4 --workers 8 --datapath /data/a
+    parlai-docgraph build_graphs --merge-from /data/a /data/b --datapath /data/all
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from parlai.core.params import ParlaiParser
+from parlai.core.script import ParlaiScript, register_script
+
+DEFAULT_DATATYPES = "train,valid,test"
+GRAPH_KINDS = ("semantic", "multilevel")
+
+
+def store_root(datapath: str) -> Path:
+    """Where a datapath's graph store lives: ``<datapath>/docgraph_cache/graphs``."""
+    return Path(datapath) / "docgraph_cache" / "graphs"
+
+
+def resolve_store_root(path: str) -> Path:
+    """
+    A ``--merge-from`` argument as a store root: a datapath (holding
+    ``docgraph_cache/graphs``), a store root (holding ``graphs-v<N>``), or a ``graphs-v<N>``
+    folder itself. ``ValueError`` when none of these exists.
+    """
+    p = Path(path)
+    if (p / "docgraph_cache" / "graphs").is_dir():
+        return p / "docgraph_cache" / "graphs"
+    if p.is_dir() and any(c.name.startswith("graphs-v") for c in p.iterdir()):
+        return p
+    if p.is_dir() and p.name.startswith("graphs-v"):
+        return p.parent
+    raise ValueError(f"--merge-from {path}: no graph store there (expected a datapath with "
+                     "docgraph_cache/graphs, a store root or a graphs-v<N> folder)")
+
+
+def parse_shard(value: Optional[str]) -> Optional[Tuple[int, int]]:
+    """``"i/n"`` -> ``(i, n)``; ``None`` stays ``None``; ``ValueError`` when malformed."""
+    if value in (None, ""):
+        return None
+    try:
+        index, count = (int(x) for x in str(value).split("/"))
+    except ValueError:
+        raise ValueError(f"--shard {value!r}: expected i/n, e.g. 0/4") from None
+    if not 0 <= index < count:
+        raise ValueError(f"--shard {value}: need 0 <= i < n")
+    return index, count
+
+
+def parse_datatypes(value: Optional[str]) -> List[str]:
+    """
+    ``"train,valid"`` -> ``["train:ordered", "valid"]``: comma-separated ParlAI datatypes;
+    train is read in order, once (no shuffling, no repeats).
+    """
+    out = []
+    for dt in (value or DEFAULT_DATATYPES).split(","):
+        dt = dt.strip()
+        if not dt:
+            continue
+        base, *flags = dt.split(":")
+        if base not in ("train", "valid", "test"):
+            raise ValueError(f"datatype {dt!r}: expected train, valid or test")
+        if base == "train" and "ordered" not in flags and "evalmode" not in flags:
+            flags.append("ordered")
+        out.append(":".join([base] + flags))
+    if not out:
+        raise ValueError("no datatype given")
+    return out
+
+
+def iterate_examples(opt: Dict[str, Any], datatype: str) -> Iterator[Tuple[int, Any]]:
+    """``(index, message)`` for one epoch of ``opt['task']`` in ``datatype`` (all teachers)."""
+    from parlai.core.opt import Opt
+    from parlai.core.teachers import create_task_agent_from_taskname
+
+    topt = Opt(opt)
+    topt["datatype"] = datatype
+    topt["batchsize"] = 1
+    index = 0
+    for teacher in create_task_agent_from_taskname(topt):
+        for _ in range(teacher.num_examples()):
+            yield index, teacher.act()
+            index += 1
+
+
+def add_graph_args(parser: ParlaiParser) -> None:
+    """The graph-building options shared by ``build_graphs``, ``show_graph``."""
+    group = parser.add_argument_group("docgraph graphs")
+    group.add_argument(
+        "--graph-kind", choices=GRAPH_KINDS, default="semantic",
+        help="semantic: Li et al.'s document semantic graph; multilevel: Zhang & Tan's",
+    )
+    group.add_argument(
+        "--graph-parser", choices=("dep", "amr"), default="dep",
+        help="semantic parser of semantic graphs (dep: spaCy, offline default; amr: "
+        "precomputed penman graphs from --amr-file). Multilevel graphs always use dep.",
+    )
+    group.add_argument(
+        "--amr-file", default=None, help="penman AMR graphs of the sentences (--graph-parser amr)"
+    )
+    group.add_argument(
+        "--graph-ablation", choices=("full", "sentence", "coref", "homogeneous"),
+        default="full", help="Li et al. Table 7 ablation of semantic graphs",
+    )
+
+
+class GraphSpec:
+    """
+    What to build and how: key and build function of one graph configuration, computed
+    exactly as :meth:`GraphStore.get_or_build` does, so both find the same entries. Backends
+    are created lazily, once per process.
+    """
+
+    def __init__(
+        self, kind: str = "semantic", parser: str = "dep", amr_file: Optional[str] = None,
+        ablation: str = "full",
+    ) -> None:
+        if kind not in GRAPH_KINDS:
+            raise ValueError(f"unknown graph kind {kind!r}; choose one of {GRAPH_KINDS}")
+        if kind == "multilevel" and parser != "dep":
+            raise ValueError("multilevel graphs are built with the dep parser only")
+        if parser == "amr" and not amr_file:
+            raise ValueError("--graph-parser amr needs --amr-file (precomputed penman graphs)")
+        self.config = dict(kind=kind, parser=parser, amr_file=amr_file, ablation=ablation)
+        self.kind = kind
+        self._backends: Optional[Tuple[Any, Any, List[str]]] = None
+
+    @classmethod
+    def from_opt(cls, opt: Dict[str, Any]) -> "GraphSpec":
+        return cls(
+            opt.get("graph_kind", "semantic"), opt.get("graph_parser", "dep"),
+            opt.get("amr_file"), opt.get("graph_ablation", "full"),
+        )
+
+    def backends(self) -> Tuple[Any, Any, List[str]]:
+        """``(parser, coref, descriptions)``; loads the parser pipeline on first call."""
+        if self._backends is None:
+            from parlai_docgraph.graphs.coref import RuleCoref, get_coref
+            from parlai_docgraph.graphs.parsers import get_parser
+            from parlai_docgraph.graphs.parsers.dep import DepParser
+
+            if self.kind == "semantic":
+                amr = self.config["parser"] == "amr"
+                kwargs = {"amr_file": self.config["amr_file"]} if amr else {}
+                parser = get_parser(self.config["parser"], **kwargs)
+                coref = get_coref("rule")
+                self._backends = (parser, coref, [parser.describe(), coref.describe()])
+            else:
+                self._backends = (None, None, [DepParser(None).describe(), RuleCoref.version])
+        return self._backends
+
+    def describe(self) -> str:
+        extra = "" if self.config["ablation"] == "full" else f" ({self.config['ablation']})"
+        return f"{self.kind}{extra}, backends {', '.join(self.backends()[2])}"
+
+    def _options(self) -> Dict[str, Any]:
+        from parlai_docgraph.graphs.multilevel import DROP_POS
+        from parlai_docgraph.graphs.semantic import ABLATIONS
+
+        if self.kind == "semantic":
+            return dict(ABLATIONS[self.config["ablation"]])
+        return {"drop_pos": list(DROP_POS)}
+
+    def key(self, passages: Any) -> str:
+        """The store key of ``passages``' graph; ``ValueError`` for malformed passages."""
+        from parlai_docgraph.graphs.cache import graph_key
+        from parlai_docgraph.graphs.semantic import check_passages
+
+        items = check_passages(passages)
+        return graph_key(items, self.kind, self._options(), self.backends()[2])
+
+    def build(self, passages: Any) -> Any:
+        """Build the graph of ``passages``."""
+        from parlai_docgraph.graphs import build_document_graph, build_multilevel_graph
+
+        if self.kind == "semantic":
+            parser, coref, _ = self.backends()
+            return build_document_graph(passages, parser, coref, **self._options())
+        return build_multilevel_graph(passages)
+
+
+def load_verified(store: Any, key: str) -> Any:
+    """The stored graph of ``key``, or ``None`` (absent, or corrupt/stale and then deleted)."""
+    try:
+        return store.load(key)
+    except Exception:  # anything unexpected in a damaged entry: never load it
+        store.path(key).unlink(missing_ok=True)
+        return None
+
+
+# --- worker side (module level, so spawned processes can import it) -------------------------
+
+_WORKER: Dict[str, Any] = {}
+
+
+def _init_worker(config: Dict[str, Any], root: str) -> None:
+    # Never raise here: a Pool whose initializer fails respawns workers forever.
+    try:
+        from parlai_docgraph.graphs.cache import GraphStore
+
+        spec = GraphSpec(**config)
+        spec.backends()  # load spaCy once per worker
+        _WORKER.update(spec=spec, store=GraphStore(root))
+    except Exception as exc:
+        _WORKER["error"] = f"worker start failed: {type(exc).__name__}: {exc}"
+
+
+def _build_one(job: Tuple[str, Any]) -> Tuple[str, Optional[str]]:
+    """Build and store one graph; ``(key, None)`` or ``(key, failure reason)``."""
+    key, passages = job
+    if "error" in _WORKER:
+        return key, _WORKER["error"]
+    try:
+        graph = _WORKER["spec"].build(passages)
+        _WORKER["store"].save(key, graph)
+        return key, None
+    except Exception as exc:  # reported per pool, the run goes on
+        return key, f"{type(exc).__name__}: {exc}"
+
+
+def _start_method() -> str:
+    """``spawn`` (safe after torch/spaCy are loaded); ``fork`` when the main module is not
+    a file spawned workers could re-import (``python -``, some embedded interpreters)."""
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    if main is not None and not Path(main).is_file():
+        return "fork"
+    return "spawn"
+
+
+def build_store(
+    jobs: Dict[str, Any], spec: GraphSpec, root: Path, workers: int = 1, progress: bool = True,
+) -> Dict[str, Optional[str]]:
+    """
+    Build and store the graphs of ``jobs`` (key -> passages) into the store at ``root``;
+    returns key -> ``None`` (built) or the failure reason.
+    """
+    from tqdm import tqdm
+
+    results: Dict[str, Optional[str]] = {}
+    if not jobs:
+        return results
+    bar = tqdm(total=len(jobs), unit="doc", desc="build_graphs", disable=not progress,
+               file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
+    workers = min(workers, len(jobs))
+    try:
+        if workers <= 1:
+            from parlai_docgraph.graphs.cache import GraphStore
+
+            _WORKER.update(spec=spec, store=GraphStore(root))  # backends already loaded
+            for job in jobs.items():
+                key, error = _build_one(job)
+                results[key] = error
+                bar.update(1)
+        else:
+            ctx = multiprocessing.get_context(_start_method())
+            with ctx.Pool(workers, _init_worker, (spec.config, str(root))) as pool:
+                for key, error in pool.imap_unordered(_build_one, jobs.items(), chunksize=1):
+                    results[key] = error
+                    bar.update(1)
+    finally:
+        bar.close()
+    return results
+
+
+@register_script("build_graphs", hidden=False)
+class BuildGraphs(ParlaiScript):
+    """
+    Build the document graphs of a task's knowledge pools into the graph store under
+    <datapath>/docgraph_cache/graphs (resumable, sharded, parallel).
+    """
+
+    @classmethod
+    def setup_args(cls) -> ParlaiParser:
+        parser = ParlaiParser(True, False, description=cls.__doc__.strip())
+        parser.set_defaults(datatype=DEFAULT_DATATYPES)
+        add_graph_args(parser)
+        group = parser.add_argument_group("build_graphs")
+        group.add_argument("--workers", type=int, default=1,
+                           help="build processes (each loads its own spaCy pipeline)")
+        group.add_argument("--shard", default=None,
+                           help="i/n: build only shard i of n (by key hash), e.g. 0/4")
+        group.add_argument("--merge-from", nargs="+", default=None, metavar="DIR",
+                           help="copy the verified entries of these stores (datapaths or "
+                           "store folders) into this datapath's store first")
+        group.add_argument("--progress", type="bool", default=True, help="show a tqdm bar")
+        return parser
+
+    def run(self) -> Dict[str, Any]:
+        from parlai_docgraph.graphs.cache import GraphStore, in_shard
+
+        opt = self.opt
+        shard = parse_shard(opt.get("shard"))
+        root = store_root(opt["datapath"])
+        store = GraphStore(root)
+        stray = store.clean() if store.root.is_dir() else 0
+        report: Dict[str, Any] = dict(
+            store=str(store.root), merged=0, examples=0, without_pools=0, pools=0,
+            in_shard=0, cached=0, built=0, rebuilt=0, failed=0, failures={}, stray_tmp=stray,
+            build_s=0.0, docs_per_s=0.0,
+        )
+        lines: List[str] = []
+        for src in opt.get("merge_from") or []:
+            other = GraphStore(resolve_store_root(src))
+            copied = store.merge_from(other)
+            report["merged"] += copied
+            lines.append(f"merged {copied} entries from {other.root}")
+        if not opt.get("task"):
+            if not opt.get("merge_from"):
+                raise ValueError("build_graphs needs -t TASK (or --merge-from DIR ...)")
+            lines.append(f"store: {store.root} ({sum(1 for _ in store.keys())} entries)")
+            print("\n".join(lines))
+            return report
+
+        spec = GraphSpec.from_opt(opt)
+        jobs: Dict[str, Any] = {}
+        first_seen: Dict[str, str] = {}
+        failures: Dict[str, List[str]] = {}
+        seen_pools = set()
+        for dt in parse_datatypes(opt.get("datatype")):
+            for index, msg in iterate_examples(opt, dt):
+                report["examples"] += 1
+                passages = msg.get("knowledge_passages")
+                if passages is None:
+                    report["without_pools"] += 1
+                    continue
+                where = f"{dt.split(':')[0]}#{index}"
+                ident = repr(passages)
+                if ident in seen_pools:
+                    continue
+                seen_pools.add(ident)
+                report["pools"] += 1
+                try:
+                    key = spec.key(passages)
+                except ValueError as exc:
+                    failures.setdefault(f"ValueError: {exc}", []).append(where)
+                    continue
+                if key in first_seen:
+                    continue
+                first_seen[key] = where
+                if shard is not None and not in_shard(key, shard):
+                    continue
+                report["in_shard"] += 1
+                existed = key in store
+                if existed and load_verified(store, key) is not None:
+                    report["cached"] += 1
+                    continue
+                report["rebuilt"] += int(existed)
+                jobs[key] = passages
+        if report["examples"] and report["without_pools"] == report["examples"]:
+            raise ValueError(
+                f"task {opt['task']!r} has no knowledge_passages in its examples: "
+                "build_graphs needs a document-grounded task (e.g. docgraph:sample, docgraph:wow)"
+            )
+        start = time.perf_counter()
+        results = build_store(jobs, spec, root, max(1, int(opt.get("workers") or 1)),
+                              bool(opt.get("progress", True)))
+        report["build_s"] = round(time.perf_counter() - start, 3)
+        for key, error in results.items():
+            if error is None:
+                report["built"] += 1
+            else:
+                failures.setdefault(error, []).append(first_seen[key])
+        report["failed"] = sum(map(len, failures.values()))
+        report["failures"] = failures
+        if report["built"]:
+            report["docs_per_s"] = round(report["built"] / max(report["build_s"], 1e-9), 2)
+        lines += self._summary(opt, spec, shard, report)
+        print("\n".join(lines))
+        return report
+
+    @staticmethod
+    def _summary(
+        opt: Dict[str, Any], spec: GraphSpec, shard: Optional[Tuple[int, int]],
+        report: Dict[str, Any],
+    ) -> List[str]:
+        part = f", shard {shard[0]}/{shard[1]}: {report['in_shard']}" if shard else ""
+        lines = [
+            f"build_graphs {opt['task']} [{opt.get('datatype')}]: {spec.describe()}",
+            f"examples: {report['examples']} ({report['without_pools']} without "
+            f"knowledge_passages); distinct knowledge pools: {report['pools']}{part}",
+            f"built: {report['built']} (replacing {report['rebuilt']} corrupt/stale entries), "
+            f"cached: {report['cached']}, failed: {report['failed']}",
+            f"build time: {report['build_s']:.2f} s, {report['docs_per_s']:.2f} docs/s "
+            f"({max(1, int(opt.get('workers') or 1))} worker(s))",
+            f"store: {report['store']}",
+        ]
+        if report["stray_tmp"]:
+            lines.append(f"removed {report['stray_tmp']} temporary files of a killed run")
+        if report["failures"]:
+            lines.append("failures (reason: pools, first example):")
+            for reason, where in sorted(report["failures"].items(), key=lambda x: -len(x[1]))[:20]:
+                lines.append(f"  {reason[:300]}: {len(where)} (first at {where[0]})")
+        return lines
+
+
+if __name__ == "__main__":
+    BuildGraphs.main()
