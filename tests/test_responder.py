@@ -1,0 +1,309 @@
+"""
+The GPT-2 responder: the torch wrapper (layout, left padding, positions, cache-based
+decoding, batched == unbatched), the bundled offline tiny GPT-2, and the ParlAI agent
+through the stock CLI (train, then evaluate in a fresh process).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+
+import pytest
+import torch
+
+from conftest import run_cli, teacher_acts
+
+from parlai_docgraph.models.responder import (
+    TINY_DIR,
+    GenerationConfig,
+    Responder,
+    ResponderUnavailable,
+    left_pad,
+    load_causal_lm,
+    load_tokenizer,
+    position_ids,
+    special_ids,
+)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """
+    The bundled tiny GPT-2 (seeded random weights) in eval mode, and its tokenizer.
+    """
+    tok = load_tokenizer("tiny")
+    lm = load_causal_lm("tiny", seed=0).eval()
+    eos, pad = special_ids(tok)
+    return Responder(lm, eos, pad), tok
+
+
+def random_prompts(responder, n, seed, know=(1, 128), ctx=(1, 300)):
+    g = torch.Generator().manual_seed(seed)
+    vocab = responder.lm.config.vocab_size
+    prompts = []
+    for _ in range(n):
+        k = int(torch.randint(*know, (1,), generator=g))
+        c = int(torch.randint(*ctx, (1,), generator=g))
+        prompts.append(
+            responder.build_prompt(
+                torch.randint(2, vocab, (k,), generator=g).tolist(),
+                torch.randint(2, vocab, (c,), generator=g).tolist(),
+            )
+        )
+    return prompts
+
+
+# ----------------------------------------------------------------------------- assets
+
+
+def test_tiny_assets_are_small_loadable_and_reproducible():
+    from transformers import AutoConfig, PreTrainedTokenizerFast
+
+    from parlai_docgraph.assets import make_tiny_gpt2
+
+    size = sum(os.path.getsize(os.path.join(TINY_DIR, f)) for f in os.listdir(TINY_DIR))
+    assert size < 500_000
+    assert make_tiny_gpt2.check() == []  # the script regenerates them byte for byte
+    tok = PreTrainedTokenizerFast.from_pretrained(TINY_DIR)
+    assert 2000 <= len(tok) <= 4000
+    assert tok.eos_token == "<|endoftext|>" and tok.pad_token == "<pad>"
+    text = "The first Eddystone Lighthouse was an octagonal wooden tower."
+    assert tok.decode(tok.encode(text)) == text
+    config = AutoConfig.from_pretrained(TINY_DIR)
+    assert (config.model_type, config.n_embd, config.n_layer, config.n_positions) == (
+        "gpt2", 128, 2, 512
+    )
+    assert config.vocab_size == len(tok)
+    # no weights shipped: the seed decides them
+    a, b = load_causal_lm("tiny", seed=3), load_causal_lm("tiny", seed=3)
+    assert torch.equal(a.transformer.wte.weight, b.transformer.wte.weight)
+
+
+# ----------------------------------------------------------------------------- layout
+
+
+def test_context_truncated_to_latest_128_tokens(tiny):
+    responder, _ = tiny
+    knowledge = list(range(1000, 1200))  # 200 tokens: first 128 kept
+    context = list(range(2000, 2300))  # 300 tokens: last 128 kept
+    prompt = responder.build_prompt(knowledge, context)
+    sep = responder.sep_id
+    assert prompt == list(range(1000, 1128)) + [sep] + list(range(2172, 2300)) + [sep]
+    assert responder.build_prompt([5], [6, 7]) == [5, sep, 6, 7, sep]
+    assert responder.target_budget(len(prompt)) == 286 - 258
+
+
+def test_position_ids_under_left_padding(tiny):
+    responder, _ = tiny
+    ids, mask = left_pad([[5, 6, 7], [8], [9, 10]], pad_id=1)
+    assert ids.tolist() == [[5, 6, 7], [1, 1, 8], [1, 9, 10]]
+    assert mask.tolist() == [[1, 1, 1], [0, 0, 1], [0, 1, 1]]
+    assert position_ids(mask).tolist() == [[0, 1, 2], [0, 0, 0], [0, 0, 1]]
+    # a left-padded row scores exactly like the same row alone
+    with torch.no_grad():
+        batched = responder.lm(
+            input_ids=ids, attention_mask=mask, position_ids=position_ids(mask)
+        ).logits
+        alone = responder.lm(input_ids=torch.tensor([[9, 10]])).logits
+    assert torch.allclose(batched[2, 1:], alone[0], atol=1e-5)
+    # without explicit positions the padded row would be shifted (the PR #3193 bug)
+    with torch.no_grad():
+        shifted = responder.lm(input_ids=ids, attention_mask=mask,
+                               position_ids=torch.arange(3).expand(3, 3)).logits
+    assert not torch.allclose(shifted[2, 1:], alone[0], atol=1e-3)
+
+
+# ----------------------------------------------------------------------------- generation
+
+
+def test_batched_greedy_equals_unbatched(tiny):
+    responder, _ = tiny
+    prompts = random_prompts(responder, 8, seed=1)
+    assert len({len(p) for p in prompts}) == 8  # mixed lengths
+    config = GenerationConfig(method="greedy", min_length=30, max_new_tokens=30)
+    batched = responder.generate(prompts, config)
+    for prompt, hyps in zip(prompts, batched):
+        alone = responder.generate([prompt], config)[0][0]
+        assert hyps[0].tokens == alone.tokens  # token for token
+        assert hyps[0].score == pytest.approx(alone.score, abs=1e-3)
+        assert len(alone.tokens) == 30
+
+
+def test_batched_beam_equals_unbatched(tiny):
+    responder, _ = tiny
+    prompts = random_prompts(responder, 4, seed=2)
+    config = GenerationConfig(method="beam", beam_size=3, min_length=4, max_new_tokens=10)
+    batched = responder.generate(prompts, config)
+    for prompt, hyps in zip(prompts, batched):
+        alone = responder.generate([prompt], config)[0]
+        assert [h.tokens for h in hyps] == [h.tokens for h in alone]
+        assert 1 <= len(hyps) <= 3
+        assert all(4 <= len(h.tokens) <= 10 for h in hyps)
+    # the scores accumulated through the reordered cache are the true log-probabilities
+    # (a wrong cache reorder would score tokens against another beam's history)
+    for prompt, hyps in zip(prompts, batched):
+        for h in hyps:
+            target = h.tokens + ([responder.eos_id] if len(h.tokens) < 10 else [])
+            with torch.no_grad():
+                loss = responder.token_losses([prompt], [target])[0].sum().item()
+            assert h.score == pytest.approx(-loss, abs=1e-3)
+
+
+def test_max_length_286_includes_the_input(tiny):
+    responder, _ = tiny
+    prompts = random_prompts(responder, 2, seed=3, know=(100, 128), ctx=(200, 300))
+    out = responder.generate(prompts, GenerationConfig(min_length=1000))  # never stops early
+    for prompt, hyps in zip(prompts, out):
+        assert len(prompt) + len(hyps[0].tokens) == 286
+
+
+def test_sampling_filters_and_seeded_sampling(tiny):
+    responder, _ = tiny
+    logprobs = torch.log_softmax(torch.tensor([[5.0, 4.0, 3.0, 0.0, -1.0, -9.0]]), -1)
+    kept = Responder.filter_top_k_top_p(logprobs, topk=3, topp=1.0)
+    assert torch.isfinite(kept).tolist() == [[True, True, True, False, False, False]]
+    # p = [.66, .24, .09, ...]: 0.95 needs three tokens, 0.5 needs one
+    assert torch.isfinite(Responder.filter_top_k_top_p(logprobs, 20, 0.95)).sum() == 3
+    assert torch.isfinite(Responder.filter_top_k_top_p(logprobs, 20, 0.5)).sum() == 1
+    prompts = random_prompts(responder, 2, seed=4)
+
+    def sample(seed):
+        g = torch.Generator().manual_seed(seed)
+        cfg = GenerationConfig(method="sample", topk=20, topp=0.95, min_length=8,
+                               max_new_tokens=8, generator=g)
+        return [h[0].tokens for h in responder.generate(prompts, cfg)]
+
+    assert sample(0) == sample(0)
+    assert all(len(t) == 8 for t in sample(1))
+
+
+# ----------------------------------------------------------------------------- training
+
+
+OVERFIT_STEPS = 20
+
+
+def test_short_overfit_drops_ppl(tiny, datapath):
+    """
+    Teacher forcing on the reply only, with gold knowledge: 4 sample turns, 20 Adam steps.
+    """
+    from parlai_docgraph.agents.gpt2_responder import knowledge_text
+
+    _, tok = tiny
+    lm = load_causal_lm("tiny", seed=0)
+    responder = Responder(lm, *special_ids(tok))
+    acts = [a for a in teacher_acts("docgraph:sample", datapath) if a.get("checked_sentence")][:4]
+    assert len(acts) == 4
+    prompts = [
+        responder.build_prompt(tok.encode(knowledge_text(a)), tok.encode(a["text"])) for a in acts
+    ]
+    targets = [tok.encode(a["labels"][0]) + [responder.eos_id] for a in acts]
+
+    def ppl():
+        responder.eval()
+        with torch.no_grad():
+            loss, _, mask, _ = responder.token_losses(prompts, targets)
+        return math.exp(loss.sum().item() / mask.sum().item())
+
+    before = ppl()
+    torch.manual_seed(0)
+    opt = torch.optim.Adam(responder.parameters(), lr=3e-3)
+    for _ in range(OVERFIT_STEPS):
+        responder.train()
+        loss, _, mask, _ = responder.token_losses(prompts, targets)
+        opt.zero_grad()
+        (loss.sum() / mask.sum()).backward()
+        opt.step()
+    after = ppl()
+    assert before > 1000  # ~ vocabulary size (2842) at random init
+    print(f"overfit ppl: {before:.1f} -> {after:.2f}")
+    assert after < 10, (before, after)
+
+
+def _report(stdout: str) -> dict:
+    reports = re.findall(r"^\{.*\}$", stdout, flags=re.M)
+    assert reports, stdout[-3000:]
+    return json.loads(reports[-1])
+
+
+def test_stock_cli_train_then_eval_in_fresh_process(tmp_path, datapath):
+    mf = tmp_path / "responder"
+    common = ["-t", "docgraph:sample", "--datapath", str(datapath)]
+    out = run_cli(
+        ["parlai", "train_model", "-m", "docgraph/gpt2_responder", "--responder-model", "tiny",
+         *common, "-mf", str(mf), "-bs", "8", "--max-train-steps", "6", "-lr", "1e-3",
+         "--optimizer", "adam", "--skip-generation", "true", "-vmt", "ppl", "-vmm", "min",
+         "--validation-every-n-steps", "6"],
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    saved = json.loads((tmp_path / "responder.opt").read_text())
+    assert saved["model"] == "parlai_docgraph.agents.gpt2_responder:GPT2ResponderAgent"
+    assert (tmp_path / "responder.hf" / "config.json").exists()
+    assert (tmp_path / "responder.hf" / "tokenizer.json").exists()
+
+    reports = {}
+    for bs in ("4", "1"):
+        out = run_cli(
+            ["parlai", "eval_model", "-mf", str(mf), *common, "-dt", "valid", "-bs", bs,
+             "--skip-generation", "false", "--inference", "beam", "--beam-size", "2"],
+            cwd=tmp_path,
+        )
+        assert out.returncode == 0, out.stderr[-3000:]
+        reports[bs] = _report(out.stdout + "\n" + out.stderr)
+    report = reports["4"]
+    assert math.isfinite(report["ppl"]) and 1 < report["ppl"] < 2842 * 2
+    assert report["exs"] == 19 and report["gen_n_toks"] > 0
+    # batched ParlAI evaluation generates what one-at-a-time evaluation does
+    for key in ("gen_n_toks", "f1", "bleu-4"):
+        assert reports["4"][key] == pytest.approx(reports["1"][key], rel=1e-6), key
+    assert reports["4"]["ppl"] == pytest.approx(reports["1"]["ppl"], rel=1e-4)
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def test_offline_hub_name_fails_clearly(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for load in (load_tokenizer, load_causal_lm):
+        with pytest.raises(ResponderUnavailable) as err:
+            load("docgraph-tests/no-such-model", "/nonexistent/datapath")
+        message = str(err.value)
+        assert "offline" in message
+        assert "hf download docgraph-tests/no-such-model" in message
+        assert "/nonexistent/datapath/hf/docgraph-tests/no-such-model" in message
+        assert "--responder-model tiny" in message
+
+
+def test_datapath_hf_layout_is_used(tmp_path):
+    """
+    ``<datapath>/hf/<name>/`` with a config (and tokenizer) is picked up offline.
+    """
+    import shutil
+
+    target = tmp_path / "hf" / "my-gpt2"
+    shutil.copytree(TINY_DIR, target)
+    tok = load_tokenizer("my-gpt2", str(tmp_path))
+    lm = load_causal_lm("my-gpt2", str(tmp_path), seed=0)
+    assert len(tok) == lm.config.vocab_size
+
+
+def test_local_directory_with_weights_loads_them(tmp_path, tiny):
+    responder, tok = tiny
+    responder.lm.save_pretrained(tmp_path / "lm")
+    tok.save_pretrained(tmp_path / "lm")
+    lm = load_causal_lm(str(tmp_path / "lm"), seed=123)  # the seed must not matter here
+    assert torch.equal(lm.transformer.wte.weight, responder.lm.transformer.wte.weight)
+    assert len(load_tokenizer(str(tmp_path / "lm"))) == len(tok)
+
+
+def test_stock_parlai_resolves_the_responder():
+    from parlai.core.loader import load_agent_module
+
+    from parlai_docgraph.agents.gpt2_responder import GPT2ResponderAgent, Gpt2ResponderAgent
+
+    assert load_agent_module("docgraph/gpt2_responder") is GPT2ResponderAgent
+    assert Gpt2ResponderAgent is GPT2ResponderAgent
