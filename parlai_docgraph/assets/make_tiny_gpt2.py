@@ -33,8 +33,16 @@ from typing import Iterator, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "tiny_gpt2")
-REPO = os.path.dirname(os.path.dirname(HERE))
-SAMPLE = os.path.join(REPO, "tasks", "docgraph", "sample_data", "wizard_of_wikipedia")
+
+def _sample_dir() -> str:
+    # The installed package's own copy of the sample (tasks/ is installed as
+    # parlai_docgraph.tasks), so this works from a wheel as well as from the repo.
+    from parlai_docgraph.tasks.docgraph.build import SAMPLE_DATAPATH
+
+    return os.path.join(SAMPLE_DATAPATH, "wizard_of_wikipedia")
+
+
+SAMPLE = _sample_dir()
 
 EOS = "<|endoftext|>"
 PAD = "<pad>"
