@@ -249,3 +249,27 @@ def test_bench_runs_registered_benchmarks(tmp_path, monkeypatch, capsys):
     assert "goal >= 0.8: NOT met" in text and "2.00x" in text
     with pytest.raises(ValueError, match="unknown benchmark"):
         bench.run_benchmarks(["nope"])
+
+
+def test_selector_reads_the_graphs_build_graphs_wrote(full, pools, tmp_path, monkeypatch):
+    """
+    The agent's graph provider loads every pre-built graph: same root, same keys.
+    """
+    import parlai_docgraph.graphs.semantic as semantic
+    from parlai_docgraph.agents.selector_batch import GraphProvider
+    from parlai_docgraph.graphs.cache import default_store_root
+
+    datapath = tmp_path / "dp"
+    shutil.copytree(full, datapath)
+    before = entries(datapath)
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("a graph was rebuilt instead of loaded from the store")
+
+    monkeypatch.setattr(semantic, "build_document_graph", no_build)
+    provider = GraphProvider("full", None, None, str(default_store_root(datapath)))
+    for act in pools:
+        passages = [(t, list(s)) for t, s in act["knowledge_passages"]]
+        graph = provider.build(passages)
+        assert graph.nodes
+    assert entries(datapath) == before  # nothing new had to be built or written

@@ -90,8 +90,8 @@ def test_cli_train_then_eval_fresh_process(variant, tiny_encoder, tmp_path, data
     _check_metrics(_report(out.stdout, "valid:"), concepts=variant == "full")
     if variant != "full":
         return  # eval_model below runs the same code path; once keeps the file fast
-    # graphs went to the GraphStore under the datapath
-    assert list((datapath / "docgraph" / "graph_store").rglob("*.json"))
+    # graphs went to the datapath's GraphStore, the one build_graphs fills
+    assert list((datapath / "docgraph_cache" / "graphs").rglob("*.json"))
 
     out = run_cli(["parlai", "eval_model", "-mf", str(mf), *common, "-dt", "valid",
                    "-bs", "4", "-ne", "8"], cwd=tmp_path)

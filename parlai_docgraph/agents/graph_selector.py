@@ -16,7 +16,7 @@ Example::
 
 Data flow: candidates are mapped to sentence nodes through the message's
 ``knowledge_passages``; the pool's graph is built (or loaded from the
-:class:`~parlai_docgraph.graphs.cache.GraphStore` under ``<datapath>/docgraph/graph_store``)
+:class:`~parlai_docgraph.graphs.cache.GraphStore` under ``<datapath>/docgraph_cache/graphs``, where ``build_graphs`` writes)
 and embedded once by a frozen copy of the encoder (Li 2.1), then memoised; everything the
 model reads travels as flat tensor fields of the ParlAI ``Batch``, so ``Batch.to(device)``
 moves it. Candidate order is shuffled in training (ParlAI#1570); the reply carries the
@@ -42,6 +42,7 @@ from parlai.core.params import ParlaiParser
 from parlai.core.torch_agent import Output
 from parlai.core.torch_ranker_agent import TorchRankerAgent
 
+from ..graphs.cache import default_store_root
 from ..metrics import ranking_metrics
 from .base import FullyQualifiedOptMixin
 from .selector_batch import (
@@ -156,7 +157,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, TorchRankerAgent):
         group.add_argument("--graph-cache", type=str, default="store",
                            choices=["store", "memory"],
                            help="store: keep built graphs in a GraphStore under "
-                           "<datapath>/docgraph/graph_store (reused across runs); memory: "
+                           "<datapath>/docgraph_cache/graphs, shared with build_graphs; memory: "
                            "build in process only")
         group.add_argument("--graph-memo-size", type=int, default=256,
                            help="knowledge pools whose graph and node features stay in "
@@ -214,7 +215,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, TorchRankerAgent):
                 node_encoder.cuda()
         store = None
         if opt.get("graph_cache", "store") == "store":
-            store = os.path.join(opt["datapath"], "docgraph", "graph_store")
+            store = str(default_store_root(opt["datapath"]))
         self.graphs = GraphProvider(variant, node_encoder, self.tokenizer, store,
                                     parser=opt.get("graph_parser", "dep"),
                                     memo_size=opt.get("graph_memo_size", 256))

@@ -48,6 +48,16 @@ def graph_key(
     return hashlib.sha256(_canonical(payload).encode("utf-8")).hexdigest()
 
 
+def default_store_root(datapath: Union[str, Path]) -> Path:
+    """
+    The one place a datapath keeps its graph store: ``<datapath>/docgraph_cache/graphs``.
+
+    ``parlai-docgraph build_graphs`` writes there and the agents read there, so graphs
+    built ahead of time are the ones training uses.
+    """
+    return Path(datapath) / "docgraph_cache" / "graphs"
+
+
 def in_shard(key: str, shard: Tuple[int, int]) -> bool:
     """Whether ``key`` belongs to shard ``i`` of ``n`` (``shard == (i, n)``, 0 <= i < n)."""
     index, count = shard

@@ -42,8 +42,10 @@ GRAPH_KINDS = ("semantic", "multilevel")
 
 
 def store_root(datapath: str) -> Path:
-    """Where a datapath's graph store lives: ``<datapath>/docgraph_cache/graphs``."""
-    return Path(datapath) / "docgraph_cache" / "graphs"
+    """Where a datapath's graph store lives (shared with the agents)."""
+    from parlai_docgraph.graphs.cache import default_store_root
+
+    return default_store_root(datapath)
 
 
 def resolve_store_root(path: str) -> Path:
