@@ -552,3 +552,25 @@ def test_graphs_package_has_no_parlai_imports():
     pattern = re.compile(r"^\s*(from|import)\s+parlai(\.|\s|$)", re.M)
     for path in GRAPHS.rglob("*.py"):
         assert not pattern.search(path.read_text()), path
+
+
+def test_amr_store_key_follows_the_amr_graphs_used():
+    """
+    Editing the AMR graph of a pool's sentence changes that pool's store key (no stale
+    graph is loaded); editing another sentence's graph does not.
+    """
+    from parlai_docgraph.graphs.cache import graph_key, key_backends
+    from parlai_docgraph.graphs.coref import get_coref
+    from parlai_docgraph.graphs.parsers.amr import AMRParser
+
+    pool = [("Lamp", ["The keeper lit the lamp."])]
+    coref = get_coref("rule")
+    edited_lamp = AMR.replace(":ARG1 (l2 / lamp)", ":ARG1 (l2 / candle)")
+    edited_other = AMR.replace("(o / organ :poss m)", "(o / piano :poss m)")
+
+    def key(text):
+        parser = AMRParser(amr_graphs=text)
+        return graph_key(pool, "semantic", {}, key_backends("semantic", pool, parser, coref))
+
+    assert key(AMR) != key(edited_lamp)
+    assert key(AMR) == key(edited_other)

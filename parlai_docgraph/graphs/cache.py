@@ -25,7 +25,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .schema import SCHEMA_VERSION, DocumentGraph
 
@@ -56,6 +56,21 @@ def default_store_root(datapath: Union[str, Path]) -> Path:
     built ahead of time are the ones training uses.
     """
     return Path(datapath) / "docgraph_cache" / "graphs"
+
+
+def key_backends(builder: str, items: Sequence[Tuple[str, Sequence[str]]], parser: Any = None,
+                 coref: Any = None, model: Optional[str] = None) -> List[str]:
+    """
+    The backend part of a store key, shared by :meth:`GraphStore.get_or_build` and
+    ``parlai-docgraph build_graphs`` so both compute the same keys.
+    """
+    if builder == "semantic":
+        sentences = [s for _, sents in items for s in sents]
+        return [parser.cache_token(sentences), coref.describe()]
+    from .coref import RuleCoref
+    from .parsers.dep import DepParser
+
+    return [DepParser(model).describe(), RuleCoref.version]
 
 
 def in_shard(key: str, shard: Tuple[int, int]) -> bool:
@@ -149,10 +164,9 @@ class GraphStore:
         stale. ``builder``: ``semantic`` (options of ``build_document_graph``, ``parser`` and
         ``coref`` as names or instances) or ``multilevel`` (of ``build_multilevel_graph``).
         """
-        from .coref import RuleCoref, get_coref
+        from .coref import get_coref
         from .multilevel import DROP_POS, build_multilevel_graph
         from .parsers import get_parser
-        from .parsers.dep import DepParser
         from .semantic import build_document_graph, check_passages
 
         items = check_passages(passages)
@@ -161,15 +175,13 @@ class GraphStore:
             coref = options.pop("coref", "rule")
             parser = get_parser(parser) if isinstance(parser, str) else parser
             coref = get_coref(coref) if isinstance(coref, str) else coref
-            backends = [parser.describe(), coref.describe()]
-            key = graph_key(items, builder, options, backends)
+            key = graph_key(items, builder, options, key_backends(builder, items, parser, coref))
             graph = self.load(key)
             if graph is None:
                 graph = build_document_graph(items, parser, coref, **options)
         elif builder == "multilevel":
-            backends = [DepParser(options.get("model")).describe(), RuleCoref.version]
             keyed = {**options, "drop_pos": list(options.get("drop_pos", DROP_POS))}
-            key = graph_key(items, builder, keyed, backends)
+            key = graph_key(items, builder, keyed, key_backends(builder, items, model=options.get("model")))
             graph = self.load(key)
             if graph is None:
                 graph = build_multilevel_graph(items, **options)

@@ -194,11 +194,12 @@ class GraphSpec:
 
     def key(self, passages: Any) -> str:
         """The store key of ``passages``' graph; ``ValueError`` for malformed passages."""
-        from parlai_docgraph.graphs.cache import graph_key
+        from parlai_docgraph.graphs.cache import graph_key, key_backends
         from parlai_docgraph.graphs.semantic import check_passages
 
         items = check_passages(passages)
-        return graph_key(items, self.kind, self._options(), self.backends()[2])
+        parser, coref, _ = self.backends()
+        return graph_key(items, self.kind, self._options(), key_backends(self.kind, items, parser, coref))
 
     def build(self, passages: Any) -> Any:
         """Build the graph of ``passages``."""

@@ -24,6 +24,8 @@ installed here): without graphs the constructor raises ``RuntimeError`` naming w
 
 from __future__ import annotations
 
+import hashlib
+
 import re
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
@@ -138,6 +140,17 @@ class AMRParser(Parser):
     def describe(self) -> str:
         """``amr:precomputed+rbw`` for graph metadata."""
         return "amr:precomputed+rbw"
+
+    def cache_token(self, sentences: Sequence[str]) -> str:
+        """
+        The version plus a digest of the AMR graphs these sentences use, so editing the
+        AMR file retires the cached graphs it changes (and only those).
+        """
+        digest = hashlib.sha256()
+        for sentence in sentences:
+            digest.update(self.graphs.get(" ".join(sentence.split()), "<missing>").encode())
+            digest.update(b"\0")
+        return f"{self.describe()}:{digest.hexdigest()[:16]}"
 
     def parse(self, sentences: Sequence[str]) -> List[ParsedSentence]:
         """Align each sentence's graph; ``ValueError`` naming a sentence with no graph."""

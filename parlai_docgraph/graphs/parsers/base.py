@@ -114,3 +114,10 @@ class Parser:
     def describe(self) -> Optional[str]:
         """A version string for graph metadata."""
         return self.name
+
+    def cache_token(self, sentences: Sequence[str]) -> str:
+        """
+        What the store key must depend on for a graph of ``sentences``: the backend's
+        version, plus any input the backend reads besides the text (see AMRParser).
+        """
+        return str(self.describe())
