@@ -90,7 +90,7 @@ def test_atomic_writes_resume_and_clean(tmp_path, dep, monkeypatch):
     def killed(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("parlai_docgraph.graphs.cache.os.replace", killed)
+    monkeypatch.setattr("parlai_docgraph.atomic.os.replace", killed)
     with pytest.raises(KeyboardInterrupt):
         store.save(key, graph)
     monkeypatch.undo()

@@ -42,6 +42,7 @@ from parlai.core.params import ParlaiParser
 from parlai.core.torch_agent import Output
 from parlai.core.torch_ranker_agent import TorchRankerAgent
 
+from ..env import offline
 from ..graphs.cache import default_store_root
 from ..metrics import ranking_metrics
 from .base import FullyQualifiedOptMixin
@@ -86,10 +87,8 @@ def load_encoder(name: str) -> Any:
     from transformers import AutoModel, AutoTokenizer
 
     path = resolve_encoder(name)
-    offline = any(os.environ.get(k, "").lower() in ("1", "true", "yes")
-                  for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "PARLAI_DOCGRAPH_OFFLINE"))
     # offline, a hub name resolves only from the local cache: never try the network
-    kwargs = {"local_files_only": True} if offline and not os.path.isdir(path) else {}
+    kwargs = {"local_files_only": True} if offline() and not os.path.isdir(path) else {}
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True, **kwargs)
         try:  # [CLS] pooling reads the last hidden state; a pooler would get no gradient

@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+from ..atomic import write_text_atomic
 from .schema import SCHEMA_VERSION, DocumentGraph
 
 
@@ -106,19 +105,7 @@ class GraphStore:
             "key": key, "schema_version": SCHEMA_VERSION,
             "checksum": hashlib.sha256(body.encode("utf-8")).hexdigest(), "graph": body,
         }
-        target = self.path(key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{key[:8]}-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(_canonical(entry))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return target
+        return write_text_atomic(self.path(key), _canonical(entry))
 
     def load(self, key: str) -> Optional[DocumentGraph]:
         """The stored graph, or ``None`` when absent, corrupt or stale (then deleted)."""

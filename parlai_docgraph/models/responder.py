@@ -34,6 +34,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..env import offline
+
 TINY = "tiny"
 TINY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "tiny_gpt2")
 WEIGHT_FILES = (
@@ -55,13 +57,6 @@ class ResponderUnavailable(RuntimeError):
 
 
 # --------------------------------------------------------------------------- loading
-
-
-def _offline() -> bool:
-    for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        if os.environ.get(key, "").strip().lower() in ("1", "true", "yes", "on"):
-            return True
-    return False
 
 
 def resolve_source(name: str, datapath: Optional[str] = None) -> str:
@@ -86,7 +81,7 @@ def has_weights(directory: str) -> bool:
 
 def _unavailable(name: str, datapath: Optional[str], error: Exception) -> ResponderUnavailable:
     where = os.path.join(datapath, "hf", name) if datapath else "<datapath>/hf/" + name
-    mode = "offline (HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE is set)" if _offline() else "online"
+    mode = "offline (PARLAI_DOCGRAPH_OFFLINE, HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set)" if offline() else "online"
     return ResponderUnavailable(
         f"responder model {name!r} could not be loaded {mode}: it is not a local directory "
         f"and not in the Hugging Face cache ({type(error).__name__}: {error}).\n"
@@ -110,7 +105,7 @@ def load_tokenizer(name: str, datapath: Optional[str] = None):
     source = resolve_source(name, datapath)
     try:
         return AutoTokenizer.from_pretrained(
-            source, local_files_only=_offline() or os.path.isdir(source)
+            source, local_files_only=offline() or os.path.isdir(source)
         )
     except (OSError, ValueError) as e:
         raise _unavailable(name, datapath, e) from e
@@ -136,9 +131,9 @@ def load_causal_lm(
     try:
         if pretrained and (not local or has_weights(source)):
             return AutoModelForCausalLM.from_pretrained(
-                source, local_files_only=_offline() or local
+                source, local_files_only=offline() or local
             )
-        config = AutoConfig.from_pretrained(source, local_files_only=_offline() or local)
+        config = AutoConfig.from_pretrained(source, local_files_only=offline() or local)
     except (OSError, ValueError) as e:
         raise _unavailable(name, datapath, e) from e
     with torch.random.fork_rng(devices=[]):

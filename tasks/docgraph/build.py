@@ -7,7 +7,7 @@ others keep their official file names under ``<datapath>/holl_e/``,
 ``<datapath>/opendialkg/`` and ``<datapath>/komodis/``. A file already in place is used
 as is (a pre-populated datapath works offline). Otherwise it is downloaded with ParlAI's
 helpers (sha256-checked where the checksum is known), unless downloads are off
-(``PARLAI_DOCGRAPH_OFFLINE=1`` or ``HF_HUB_OFFLINE=1``), in which case
+(``PARLAI_DOCGRAPH_OFFLINE``, ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` set), in which case
 :class:`MissingDatasetFile` says which file, where, and the official URL.
 """
 
@@ -17,6 +17,8 @@ import hashlib
 import os
 from dataclasses import dataclass
 from typing import Dict, Optional
+
+from parlai_docgraph.env import offline
 
 from .errors import MissingDatasetFile
 
@@ -95,12 +97,9 @@ RAW_FILES: Dict[str, Dict[str, RawFile]] = {
 
 def downloads_allowed() -> bool:
     """
-    False when the environment asks for offline operation.
+    False when the environment asks for offline operation (:func:`parlai_docgraph.env.offline`).
     """
-    for var in ("PARLAI_DOCGRAPH_OFFLINE", "HF_HUB_OFFLINE"):
-        if os.environ.get(var, "").lower() in ("1", "true", "yes", "on"):
-            return False
-    return True
+    return not offline()
 
 
 def sha256_of(path: str) -> str:

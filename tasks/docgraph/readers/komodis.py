@@ -44,9 +44,10 @@ import math
 import os
 import random
 import re
-import tempfile
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
+
+from parlai_docgraph.atomic import write_text_atomic
 
 from ..build import sha256_of
 from ..errors import BadRows, DatasetFormatError, require_type
@@ -358,18 +359,7 @@ def write_json_atomic(path: str, obj) -> None:
     """
     Write JSON to a temporary file in the same folder, then rename it over ``path``.
     """
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".split-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=1, ensure_ascii=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    write_text_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
 
 
 def _read_split(path: str) -> Optional[dict]:

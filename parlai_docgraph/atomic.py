@@ -1,0 +1,32 @@
+"""
+Atomic file writes for caches and split files (standard library only).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Union
+
+
+def write_text_atomic(path: Union[str, Path], text: str) -> Path:
+    """
+    Write ``text`` to ``path`` so that readers see the old file or the new one, never a
+    torn one: a temporary file in the same folder, flushed and fsynced, then renamed
+    over ``path``. The temporary file is removed if anything fails, even a kill signal
+    raised as an exception.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:12]}-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
