@@ -48,10 +48,10 @@ def dep():
     return parser
 
 
-def knowledge_pools() -> List[List[Tuple[str, List[str]]]]:
-    """Per WoW sample dialogue: chosen topic passage + every retrieved passage (by title)."""
+def knowledge_pools(path: Path = SAMPLE) -> List[List[Tuple[str, List[str]]]]:
+    """Per WoW dialogue: chosen topic passage + every retrieved passage (by title)."""
     pools = []
-    for dialog in json.loads(SAMPLE.read_text()):
+    for dialog in json.loads(path.read_text()):
         seen: Dict[str, List[str]] = {dialog["chosen_topic"]: dialog["chosen_topic_passage"]}
         for turn in dialog["dialog"]:
             for passage in turn.get("retrieved_passages", []):
@@ -546,6 +546,40 @@ def test_real_sample_pools_have_coreference_merges(dep):
     passages = {graph.nodes_of_type("sentence")[s].passage for s, _, _ in
                 concept_with(graph, "Smeaton's Tower").mentions}
     assert len(passages) > 1
+
+
+def test_real_wow_every_dialogue_links_a_named_person_to_later_pronouns(dep):
+    """
+    On the real WoW sample (../shared/data/real), every dialogue's knowledge (topic passage
+    and all retrieved passages) builds a graph where a concept merges a person's name (a
+    proper-noun mention spaCy labels PERSON) with he/she/his/her mentions after it.
+    """
+    from conftest import real_file
+
+    pools = knowledge_pools(real_file("wizard_of_wikipedia", "original_examples.json"))
+    assert len(pools) == 5
+    gendered = {"he", "him", "his", "she", "her", "hers"}
+    for pool in pools:
+        sentences = [s for _, sents in pool for s in sents]
+        mention = {(g, m.start, m.end): m for g, ps in enumerate(dep.parse(sentences))
+                   for m in ps.mentions()}
+        graph = build_document_graph(pool, parser=dep)
+        check_graph(graph)
+        linked = {}
+        for node in graph.nodes:
+            if node.kind != "entity":
+                continue
+            refs = sorted(node.mentions)
+            names = [r for r in refs if mention[r].pos == "PROPN" and mention[r].ent == "PERSON"]
+            later = [r for r in refs if names and r > names[0] and mention[r].pos == "PRON"
+                     and mention[r].text.lower() in gendered]
+            if later:
+                linked[mention[names[0]].text] = [mention[r].text for r in later]
+                # each pronoun was resolved to a mention of the cluster within the window
+                window = RuleCoref().pronoun_window
+                for pronoun in later:
+                    assert any(r < pronoun and pronoun[0] - r[0] <= window for r in refs)
+        assert linked, f"no person linked to a later pronoun in the pool of {pool[0][0]!r}"
 
 
 def test_graphs_package_has_no_parlai_imports():

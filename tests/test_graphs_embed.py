@@ -91,3 +91,58 @@ def test_multilevel_graph_and_slow_tokenizer(encoder_and_tokenizer):
     assert set(states) == {"a", ""}
     with pytest.raises(ValueError, match="fast tokenizer"):
         encode_texts(["a"], encoder, object())
+
+
+# ------------------------------------------------------------------ on-disk cache
+def test_disk_cache_second_call_does_not_run_the_encoder(encoder_and_tokenizer, tmp_path,
+                                                         monkeypatch):
+    from parlai_docgraph.graphs.embed_cache import EmbeddingCache
+
+    encoder, tokenizer = encoder_and_tokenizer
+    graph = build_document_graph(PASSAGES)
+    plain = embed_graph(graph, encoder, tokenizer)
+    first = embed_graph(graph, encoder, tokenizer, cache=tmp_path)
+    assert torch.allclose(first.vectors, plain.vectors, atol=1e-6)
+    files = sorted(tmp_path.rglob("*.json"))
+    distinct = set(graph.sentence_texts().values()) | {n.text for n in graph.nodes_of_type("passage")}
+    assert len(files) == len(distinct) and all(f.parent.parent.parent.name == "embed-v1" for f in files)
+
+    def no_encoder(*args, **kwargs):
+        raise AssertionError("the encoder ran although every text is cached")
+
+    monkeypatch.setattr(encoder, "forward", no_encoder)
+    second = embed_graph(graph, encoder, tokenizer, cache=tmp_path)  # fresh memo: from disk
+    assert torch.equal(second.vectors, first.vectors) and second.fallback == first.fallback
+    # another truncation limit is another cache: the encoder would have to run
+    with pytest.raises(AssertionError, match="encoder ran"):
+        embed_graph(graph, encoder, tokenizer, cache=tmp_path, max_length=8)
+    cache = EmbeddingCache(tmp_path, "some|other|encoder")
+    assert all(cache.load(t) is None for t in distinct)
+
+
+def test_disk_cache_recomputes_a_corrupt_entry(encoder_and_tokenizer, tmp_path, monkeypatch):
+    from parlai_docgraph.graphs.embed_cache import EmbeddingCache, describe_encoder
+
+    encoder, tokenizer = encoder_and_tokenizer
+    texts = ["Bach wrote music .", "The keeper lit the lamp .", "He died ."]
+    cache = EmbeddingCache(tmp_path, describe_encoder(encoder, tokenizer, 64))
+    before = encode_texts(texts, encoder, tokenizer, cache=cache)
+    damaged, truncated = cache.path(texts[0]), cache.path(texts[1])
+    entry = damaged.read_text()
+    damaged.write_text(entry.replace('"data":"', '"data":"AAAA'))  # checksum no longer matches
+    truncated.write_text(truncated.read_text()[:50])  # a torn write
+    seen = []
+    original = encoder.forward
+
+    def counting(*args, **kwargs):
+        seen.append(int(kwargs["input_ids"].shape[0]))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(encoder, "forward", counting)
+    fresh = EmbeddingCache(tmp_path, cache.encoder)
+    after = encode_texts(texts, encoder, tokenizer, cache=fresh)
+    assert seen == [2] and fresh.counts["corrupt"] == 2 and fresh.counts["disk"] == 1
+    for text in texts:
+        assert torch.allclose(after[text][0], before[text][0], atol=1e-6)
+        assert after[text][1] == before[text][1]
+    assert EmbeddingCache(tmp_path, cache.encoder).load(texts[0]) is not None  # rewritten

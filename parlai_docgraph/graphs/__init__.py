@@ -2,13 +2,17 @@
 Documents -> graphs (no ParlAI imports here).
 
 - :mod:`.schema`: :class:`DocumentGraph`, typed nodes/edges, versioned vocabularies.
-- :mod:`.parsers`: semantic parser backends (``dep`` spaCy default; ``amr`` pending).
-- :mod:`.coref`: coreference backends (rule-based default).
+- :mod:`.parsers`: semantic parser backends (``dep`` spaCy default; ``amr`` penman graphs or an amrlib model).
+- :mod:`.coref`: coreference backends (rule-based default); :mod:`.neural_coref`: the
+  coreferee adapter (``coref="coreferee"``, when installed).
 - :mod:`.semantic`: Li et al.'s document semantic graph, :func:`build_document_graph`
   (``DocumentGraph.extend`` appends later-retrieved passages).
 - :mod:`.multilevel`: Zhang & Tan's multi-level graph, :func:`build_multilevel_graph`.
 - :mod:`.cache`: content-hash keyed, versioned graph store (atomic, resumable, sharded).
-- :mod:`.embed`: initial node vectors from a frozen encoder.
+- :mod:`.spec`: one graph configuration's store key and build function (shared by the CLI,
+  the teachers' ``--attach-graphs`` and the store).
+- :mod:`.embed`: initial node vectors from a frozen encoder; :mod:`.embed_cache`: their
+  versioned on-disk cache.
 - :mod:`.render`: self-contained HTML page of a graph.
 
 Heavy dependencies (spaCy, torch) are imported lazily, on first use.

@@ -1,5 +1,6 @@
 """
-Coreference backends over parser mentions: a deterministic rule-based resolver (default).
+Coreference backends over parser mentions: a deterministic rule-based resolver (default);
+the neural ``coreferee`` backend lives in :mod:`.neural_coref` (selected by name).
 
 :class:`RuleCoref` reads mentions in text order over all sentences of a document set (all
 passages, so links cross sentence and passage boundaries) and attaches each one to an
@@ -274,9 +275,19 @@ class NoCoref:
         return []
 
 
+def _coreferee(**kwargs: object) -> object:
+    from .neural_coref import CorefereeCoref
+
+    return CorefereeCoref(**kwargs)
+
+
 def get_coref(name: str = "rule", **kwargs: object) -> object:
-    """A coreference backend by name (``rule`` or ``none``); ``ValueError`` otherwise."""
-    backends = {"rule": RuleCoref, "none": NoCoref}
+    """
+    A coreference backend by name: ``rule`` (default), ``none``, or ``coreferee`` (neural,
+    see :mod:`.neural_coref`; ``CorefBackendUnavailable`` when not installed);
+    ``ValueError`` for other names.
+    """
+    backends = {"rule": RuleCoref, "none": NoCoref, "coreferee": _coreferee}
     if name not in backends:
         raise ValueError(f"unknown coreference backend {name!r}; choose one of {sorted(backends)}")
     return backends[name](**kwargs)

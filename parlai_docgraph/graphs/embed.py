@@ -14,16 +14,22 @@ character offsets, then reads node vectors off the hidden states:
 Texts longer than the encoder's limit are truncated; a node none of whose span tokens
 survived (cut off by truncation, or characters the tokenizer drops) gets its sentence's
 first-token vector instead and is listed in ``fallback`` as (node id, sentence index). An
-empty text has only special tokens (or none: zero vector). Persistent caching of vectors is
-not done here (identical texts are encoded once per call).
+empty text has only special tokens (or none: zero vector). Identical texts are encoded once
+per call; with ``cache=`` (an :class:`~.embed_cache.EmbeddingCache`, or a folder for one keyed
+by :func:`~.embed_cache.describe_encoder`) hidden states persist on disk across calls and
+runs: cached texts are loaded, not encoded, and corrupt entries are recomputed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from .embed_cache import EmbeddingCache, describe_encoder
 from .schema import DocumentGraph
+
+CacheArg = Optional[Union[EmbeddingCache, str, Path]]
 
 
 @dataclass
@@ -46,17 +52,30 @@ def _limit(encoder: Any, tokenizer: Any, max_length: Optional[int]) -> int:
 
 def encode_texts(
     texts: Sequence[str], encoder: Any, tokenizer: Any, *, batch_size: int = 32,
-    max_length: Optional[int] = None,
+    max_length: Optional[int] = None, cache: CacheArg = None,
 ) -> Dict[str, Tuple[Any, List[Tuple[int, int]]]]:
-    """Distinct text -> (hidden states T x dim, token character offsets), batched."""
+    """
+    Distinct text -> (hidden states T x dim, token character offsets), batched; texts found
+    in ``cache`` (see the module docstring) are loaded instead of encoded.
+    """
     import torch
 
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError("embed_graph needs a fast tokenizer (character offsets)")
     limit = _limit(encoder, tokenizer, max_length)
-    distinct = sorted(set(texts), key=len)
-    device = next(encoder.parameters()).device
+    if cache is not None and not isinstance(cache, EmbeddingCache):
+        cache = EmbeddingCache(cache, describe_encoder(encoder, tokenizer, limit))
     out: Dict[str, Tuple[Any, List[Tuple[int, int]]]] = {}
+    distinct = sorted(set(texts), key=len)
+    if cache is not None:
+        for text in distinct:
+            state = cache.load(text)
+            if state is not None:
+                out[text] = state
+        distinct = [t for t in distinct if t not in out]
+    if not distinct:
+        return out
+    device = next(encoder.parameters()).device
     encoder.eval()
     with torch.no_grad():
         for i in range(0, len(distinct), batch_size):
@@ -71,13 +90,15 @@ def encode_texts(
             hidden = encoder(**enc).last_hidden_state.float().cpu()
             for j, text in enumerate(batch):
                 n = int(mask[j].sum())
-                out[text] = (hidden[j, :n], [tuple(o) for o in offsets[j][:n]])
+                out[text] = (hidden[j, :n].clone(), [tuple(o) for o in offsets[j][:n]])
+                if cache is not None:
+                    cache.save(text, out[text])
     return out
 
 
 def embed_graph(
     graph: DocumentGraph, encoder: Any, tokenizer: Any, *, batch_size: int = 32,
-    max_length: Optional[int] = None,
+    max_length: Optional[int] = None, cache: CacheArg = None,
 ) -> NodeEmbeddings:
     """Initial vectors for every node of ``graph`` (see the module docstring)."""
     import torch
@@ -86,7 +107,7 @@ def embed_graph(
     titles = [n.text for n in graph.nodes if n.type in ("passage", "topic")]
     states = encode_texts(
         list(sentences.values()) + titles, encoder, tokenizer,
-        batch_size=batch_size, max_length=max_length,
+        batch_size=batch_size, max_length=max_length, cache=cache,
     )
     dim = encoder.config.hidden_size
     vectors = torch.zeros(len(graph.nodes), dim)

@@ -18,6 +18,10 @@ Keys are the store's content hashes, so graphs built here are the ones
   ``graphs-v<N>`` folder) into this one, then builds whatever is still missing when ``-t``
   is given.
 - ``--workers N`` builds in ``N`` processes (spawned; each loads its own spaCy pipeline).
+- Graph options (:func:`~parlai_docgraph.graphs.spec.add_graph_args`): ``--graph-kind``,
+  ``--graph-parser dep|amr`` (``--amr-file``, ``--amr-model-dir``), ``--graph-coref
+  rule|coreferee|none``, ``--graph-ablation``; teachers given the same options with
+  ``--attach-graphs store`` find exactly the graphs built here.
 
 Examples::
 
@@ -37,8 +41,10 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
+from parlai_docgraph.graphs.spec import GRAPH_KINDS, GraphSpec, add_graph_args, load_verified
+
 DEFAULT_DATATYPES = "train,valid,test"
-GRAPH_KINDS = ("semantic", "multilevel")
+__all__ = ["GRAPH_KINDS", "GraphSpec", "add_graph_args", "load_verified", "BuildGraphs"]
 
 
 def store_root(datapath: str) -> Path:
@@ -112,112 +118,6 @@ def iterate_examples(opt: Dict[str, Any], datatype: str) -> Iterator[Tuple[int, 
         for _ in range(teacher.num_examples()):
             yield index, teacher.act()
             index += 1
-
-
-def add_graph_args(parser: ParlaiParser) -> None:
-    """The graph-building options shared by ``build_graphs``, ``show_graph``."""
-    group = parser.add_argument_group("docgraph graphs")
-    group.add_argument(
-        "--graph-kind", choices=GRAPH_KINDS, default="semantic",
-        help="semantic: Li et al.'s document semantic graph; multilevel: Zhang & Tan's",
-    )
-    group.add_argument(
-        "--graph-parser", choices=("dep", "amr"), default="dep",
-        help="semantic parser of semantic graphs (dep: spaCy, offline default; amr: "
-        "precomputed penman graphs from --amr-file). Multilevel graphs always use dep.",
-    )
-    group.add_argument(
-        "--amr-file", default=None, help="penman AMR graphs of the sentences (--graph-parser amr)"
-    )
-    group.add_argument(
-        "--graph-ablation", choices=("full", "sentence", "coref", "homogeneous"),
-        default="full", help="Li et al. Table 7 ablation of semantic graphs",
-    )
-
-
-class GraphSpec:
-    """
-    What to build and how: key and build function of one graph configuration, computed
-    exactly as :meth:`GraphStore.get_or_build` does, so both find the same entries. Backends
-    are created lazily, once per process.
-    """
-
-    def __init__(
-        self, kind: str = "semantic", parser: str = "dep", amr_file: Optional[str] = None,
-        ablation: str = "full",
-    ) -> None:
-        if kind not in GRAPH_KINDS:
-            raise ValueError(f"unknown graph kind {kind!r}; choose one of {GRAPH_KINDS}")
-        if kind == "multilevel" and parser != "dep":
-            raise ValueError("multilevel graphs are built with the dep parser only")
-        if parser == "amr" and not amr_file:
-            raise ValueError("--graph-parser amr needs --amr-file (precomputed penman graphs)")
-        self.config = dict(kind=kind, parser=parser, amr_file=amr_file, ablation=ablation)
-        self.kind = kind
-        self._backends: Optional[Tuple[Any, Any, List[str]]] = None
-
-    @classmethod
-    def from_opt(cls, opt: Dict[str, Any]) -> "GraphSpec":
-        return cls(
-            opt.get("graph_kind", "semantic"), opt.get("graph_parser", "dep"),
-            opt.get("amr_file"), opt.get("graph_ablation", "full"),
-        )
-
-    def backends(self) -> Tuple[Any, Any, List[str]]:
-        """``(parser, coref, descriptions)``; loads the parser pipeline on first call."""
-        if self._backends is None:
-            from parlai_docgraph.graphs.coref import RuleCoref, get_coref
-            from parlai_docgraph.graphs.parsers import get_parser
-            from parlai_docgraph.graphs.parsers.dep import DepParser
-
-            if self.kind == "semantic":
-                amr = self.config["parser"] == "amr"
-                kwargs = {"amr_file": self.config["amr_file"]} if amr else {}
-                parser = get_parser(self.config["parser"], **kwargs)
-                coref = get_coref("rule")
-                self._backends = (parser, coref, [parser.describe(), coref.describe()])
-            else:
-                self._backends = (None, None, [DepParser(None).describe(), RuleCoref.version])
-        return self._backends
-
-    def describe(self) -> str:
-        extra = "" if self.config["ablation"] == "full" else f" ({self.config['ablation']})"
-        return f"{self.kind}{extra}, backends {', '.join(self.backends()[2])}"
-
-    def _options(self) -> Dict[str, Any]:
-        from parlai_docgraph.graphs.multilevel import DROP_POS
-        from parlai_docgraph.graphs.semantic import ABLATIONS
-
-        if self.kind == "semantic":
-            return dict(ABLATIONS[self.config["ablation"]])
-        return {"drop_pos": list(DROP_POS)}
-
-    def key(self, passages: Any) -> str:
-        """The store key of ``passages``' graph; ``ValueError`` for malformed passages."""
-        from parlai_docgraph.graphs.cache import graph_key, key_backends
-        from parlai_docgraph.graphs.semantic import check_passages
-
-        items = check_passages(passages)
-        parser, coref, _ = self.backends()
-        return graph_key(items, self.kind, self._options(), key_backends(self.kind, items, parser, coref))
-
-    def build(self, passages: Any) -> Any:
-        """Build the graph of ``passages``."""
-        from parlai_docgraph.graphs import build_document_graph, build_multilevel_graph
-
-        if self.kind == "semantic":
-            parser, coref, _ = self.backends()
-            return build_document_graph(passages, parser, coref, **self._options())
-        return build_multilevel_graph(passages)
-
-
-def load_verified(store: Any, key: str) -> Any:
-    """The stored graph of ``key``, or ``None`` (absent, or corrupt/stale and then deleted)."""
-    try:
-        return store.load(key)
-    except Exception:  # anything unexpected in a damaged entry: never load it
-        store.path(key).unlink(missing_ok=True)
-        return None
 
 
 # --- worker side (module level, so spawned processes can import it) -------------------------

@@ -24,6 +24,7 @@ from parlai.core.params import ParlaiParser
 from parlai.utils import logging
 
 from .base import DocgraphDialogTeacher
+from .graphs import GraphAttachMixin
 from .build import raw_file
 from .candidates import add_candidate_args, example_rng, sample_candidates
 from .readers.holle import HolleStats, read_holle, read_multi_reference
@@ -34,7 +35,7 @@ SPLIT_FILES = {"train": "train_data.json", "valid": "dev_data.json", "test": "te
 MULTI_FILE = "multi_reference_test.json"
 
 
-class HolleTeacher(DocgraphDialogTeacher):
+class HolleTeacher(GraphAttachMixin, DocgraphDialogTeacher):
     """
     Holl-E with SKT-style gold knowledge sentences (``:multi``: multi-reference test).
     """

@@ -7,7 +7,8 @@ Messages carry the fields of ParlAI's ``WizardDialogKnowledgeTeacher`` (``text``
 ``label_candidates``) so any ParlAI agent works, plus the structure graph builders need:
 ``knowledge_passages`` (``[[title, [sentence, ...]], ...]`` in pool order) and
 ``checked_sentence_index`` (position of the gold sentence in the ``knowledge`` lines,
--1 when no knowledge was used).
+-1 when no knowledge was used). With ``--attach-graphs store|build`` they also carry the
+pool's document graph (``knowledge_graph``, ``knowledge_graph_key``; see :mod:`.graphs`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 
 from .base import DocgraphDialogTeacher
+from .graphs import GraphAttachMixin
 from .build import SAMPLE_DATAPATH, wow_file
 from .readers.wow import NO_PASSAGE, KnowledgeTurn, read_wow
 
@@ -98,7 +100,7 @@ def add_knowledge_label_args(group) -> None:
     )
 
 
-class WowTeacher(DocgraphDialogTeacher):
+class WowTeacher(GraphAttachMixin, DocgraphDialogTeacher):
     """
     Wizard of Wikipedia, one example per Wizard turn, seen (``random_split``, default)
     or unseen (``topic_split``) valid/test files.

@@ -3,8 +3,8 @@ Semantic parser backends and their registry.
 
 ``get_parser(name, **kwargs)`` returns a :class:`~.base.Parser`: ``dep`` (spaCy dependency
 parses mapped to AMR-style roles, the offline default; ``memo_size=`` to reuse parses) or
-``amr`` (precomputed penman AMR graphs, ``amr_file=`` / ``amr_graphs=``, aligned to spaCy
-tokens with amrlib's RBW aligner; running an amrlib parse model is not wired up).
+``amr`` (precomputed penman AMR graphs, ``amr_file=`` / ``amr_graphs=``, and/or an amrlib
+stog model, ``model_dir=``, aligned to spaCy tokens with amrlib's RBW aligner).
 """
 
 from __future__ import annotations

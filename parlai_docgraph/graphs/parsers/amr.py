@@ -18,20 +18,51 @@ Known limits: RBW alignment is rule-based (a concept with no matching word, e.g.
 ``person`` for "composer", stays unaligned, and repeated words align to the first free
 token); AMR reentrancies (in-sentence coreference) are not turned into extra mentions.
 
-Parsing raw text with an amrlib sentence-to-graph model is not wired up (no model is
-installed here): without graphs the constructor raises ``RuntimeError`` naming what to pass.
+Sentences without a precomputed graph are parsed with an amrlib sentence-to-graph (stog)
+model when ``model_dir`` names one (``amrlib.load_stog_model(model_dir=...)``, loaded on
+first use; amrlib's models are downloaded separately, see :data:`MODEL_HELP`), and their
+graphs are aligned the same way. Without graphs or a model the constructor raises
+``RuntimeError`` naming what to pass; a missing or empty model folder raises
+:class:`AMRModelError` saying where the model goes and that ``--amr-file`` works offline.
 """
 
 from __future__ import annotations
 
 import hashlib
-
+import json
 import re
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from .base import Argument, ParsedSentence, Parser, Predicate, Relation
 from .dep import load_pipeline, token_mention
+
+MODEL_HELP = (
+    "download an amrlib parse (stog) model, e.g. parse_xfm_bart_large from "
+    "https://github.com/bjascob/amrlib-models/releases, and unpack it into that folder "
+    "(it must hold the model's amrlib_meta.json; amrlib's default place is "
+    "<site-packages>/amrlib/data/model_stog, see "
+    "https://amrlib.readthedocs.io/en/latest/install/), or pass AMR graphs computed "
+    "elsewhere in penman notation with --amr-file (amr_file=...), which works offline"
+)
+
+
+class AMRModelError(FileNotFoundError):
+    """No usable amrlib stog model where ``--amr-model-dir`` points (message says why)."""
+
+
+def check_model_dir(model_dir: Union[str, Path]) -> Path:
+    """``model_dir`` as a ``Path`` when it holds an amrlib model; :class:`AMRModelError` else."""
+    path = Path(model_dir)
+    if not path.is_dir():
+        raise AMRModelError(f"--amr-model-dir {model_dir}: no such folder; {MODEL_HELP}")
+    if not (path / "amrlib_meta.json").is_file():
+        raise AMRModelError(
+            f"--amr-model-dir {model_dir}: no amrlib model there (amrlib_meta.json missing); "
+            f"{MODEL_HELP}"
+        )
+    return path
+
 
 FRAME = re.compile(r"^[^\s]+-\d{2,}$")
 CORE = re.compile(r"^:ARG([0-5])$")
@@ -119,13 +150,18 @@ class AMRParser(Parser):
         amr_graphs: Optional[Iterable[str]] = None,
         model: Optional[str] = None,
         batch_size: int = 256,
+        model_dir: Optional[Union[str, Path]] = None,
     ) -> None:
-        if amr_file is None and amr_graphs is None:
+        if amr_file is None and amr_graphs is None and model_dir is None:
             raise RuntimeError(
                 "the 'amr' graph parser needs precomputed AMR graphs in penman notation "
-                "(amr_file=... / --amr-file, or amr_graphs=...); parsing raw text with an "
-                "amrlib parse model is not wired up and no such model is installed"
+                "(amr_file=... / --amr-file, or amr_graphs=...) or an amrlib parse model "
+                "(model_dir=... / --amr-model-dir)"
             )
+        self.model_dir = None if model_dir is None else check_model_dir(model_dir)
+        self._stog: Any = None
+        #: graphs the stog model produced (kept apart: they never change a store key)
+        self.parsed: Dict[str, str] = {}
         self.graphs: Dict[str, str] = {}
         if amr_file is not None:
             if not Path(amr_file).is_file():
@@ -138,8 +174,39 @@ class AMRParser(Parser):
         self.batch_size = batch_size
 
     def describe(self) -> str:
-        """``amr:precomputed+rbw`` for graph metadata."""
-        return "amr:precomputed+rbw"
+        """``amr:precomputed+rbw`` (or ``amr:precomputed+stog-<model>+rbw``) for graph meta."""
+        if self.model_dir is None:
+            return "amr:precomputed+rbw"
+        meta = json.loads((self.model_dir / "amrlib_meta.json").read_text(encoding="utf-8"))
+        name = f"{meta.get('model_type', self.model_dir.name)}-{meta.get('version', '?')}"
+        return f"amr:precomputed+stog-{name}+rbw"
+
+    def stog(self) -> Any:
+        """The amrlib stog model of ``model_dir``, loaded on first call."""
+        if self._stog is None:
+            try:
+                import amrlib
+            except ImportError as exc:
+                raise RuntimeError(f"--amr-model-dir needs amrlib (pip install amrlib): {exc}")
+            try:
+                self._stog = amrlib.load_stog_model(model_dir=str(self.model_dir))
+            except (OSError, KeyError, ValueError, ImportError) as exc:
+                raise AMRModelError(
+                    f"--amr-model-dir {self.model_dir}: amrlib could not load the model "
+                    f"({type(exc).__name__}: {exc}); {MODEL_HELP}"
+                ) from exc
+        return self._stog
+
+    def _parse_missing(self, texts: Sequence[str]) -> None:
+        """Parse sentences that have no graph yet with the stog model (batched)."""
+        todo = sorted({t for t in texts if t not in self.graphs and t not in self.parsed})
+        if not todo:
+            return
+        graphs = self.stog().parse_sents(todo, add_metadata=True)
+        for text, graph in zip(todo, graphs):
+            if graph is None:
+                raise ValueError(f"the AMR model produced no graph for {text[:80]!r}")
+            self.parsed[text] = graph
 
     def cache_token(self, sentences: Sequence[str]) -> str:
         """
@@ -148,7 +215,8 @@ class AMRParser(Parser):
         """
         digest = hashlib.sha256()
         for sentence in sentences:
-            digest.update(self.graphs.get(" ".join(sentence.split()), "<missing>").encode())
+            missing = "<stog>" if self.model_dir is not None else "<missing>"
+            digest.update(self.graphs.get(" ".join(sentence.split()), missing).encode())
             digest.update(b"\0")
         return f"{self.describe()}:{digest.hexdigest()[:16]}"
 
@@ -156,12 +224,18 @@ class AMRParser(Parser):
         """Align each sentence's graph; ``ValueError`` naming a sentence with no graph."""
         texts = list(sentences)
         todo = [i for i, t in enumerate(texts) if t.strip()]
+        if self.model_dir is not None:
+            self._parse_missing([" ".join(texts[i].split()) for i in todo])
+        known = {**self.parsed, **self.graphs}
         for i in todo:
-            if " ".join(texts[i].split()) not in self.graphs:
-                raise ValueError(f"no AMR graph for sentence {i}: {texts[i][:80]!r}")
+            if " ".join(texts[i].split()) not in known:
+                raise ValueError(
+                    f"no AMR graph for sentence {i}: {texts[i][:80]!r} (add it to --amr-file "
+                    "or pass --amr-model-dir to parse it)"
+                )
         out = [ParsedSentence(text=t) for t in texts]
         nlp = load_pipeline(self.model)
         docs = nlp.pipe((texts[i] for i in todo), batch_size=self.batch_size)
         for i, doc in zip(todo, docs):
-            out[i] = parse_amr(doc, self.graphs[" ".join(texts[i].split())])
+            out[i] = parse_amr(doc, known[" ".join(texts[i].split())])
         return out

@@ -1,0 +1,162 @@
+"""
+``--attach-graphs none|store|build``: teachers that put each example's document graph into
+the message.
+
+With ``store`` (or ``build``) every message that has ``knowledge_passages`` also gets
+
+- ``knowledge_graph``: the pool's :meth:`DocumentGraph.to_dict` (json-safe;
+  ``DocumentGraph.from_dict`` restores the graph exactly), and
+- ``knowledge_graph_key``: its key in the graph store under
+  ``<datapath>/docgraph_cache/graphs``.
+
+Keys come from :class:`~parlai_docgraph.graphs.spec.GraphSpec` with the same graph options
+(``--graph-kind``, ``--graph-parser``, ``--graph-coref``, ``--amr-file``, ``--amr-model-dir``,
+``--graph-ablation``) as ``parlai-docgraph build_graphs``, so the graphs it stored are the
+ones found here (and the ones the graph selector's ``GraphProvider`` reads). ``store`` raises
+:class:`MissingGraphError` naming the ``build_graphs`` command to run when a pool's graph is
+absent (or corrupt, then deleted); ``build`` builds it and saves it to the store. Graphs are
+attached when an example is sent (not when the data is loaded), and the last
+``--attach-graphs-memo`` pools are memoised by key, so the turns of a dialogue that share a
+pool load or build it once. The attached dict is shared between those messages: read it,
+do not modify it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Dict, Optional, Tuple
+
+from parlai.core.message import Message
+from parlai.core.opt import Opt
+from parlai.core.params import ParlaiParser
+
+from parlai_docgraph.graphs.spec import GraphSpec, add_graph_args, load_verified
+
+ATTACH_MODES = ("none", "store", "build")
+
+
+class MissingGraphError(LookupError):
+    """``--attach-graphs store`` found no (valid) stored graph for a knowledge pool."""
+
+
+class GraphAttacher:
+    """
+    Looks up (``store``) or builds and stores (``build``) the graph of knowledge pools, with
+    an LRU memo of ``memo_size`` graph dicts by store key.
+    """
+
+    def __init__(
+        self, mode: str, spec: GraphSpec, datapath: str, task: str = "", datatype: str = "",
+        memo_size: int = 64,
+    ) -> None:
+        from parlai_docgraph.graphs.cache import GraphStore, default_store_root
+
+        if mode not in ("store", "build"):
+            raise ValueError(f"--attach-graphs {mode!r}: choose one of {ATTACH_MODES}")
+        self.mode, self.spec = mode, spec
+        self.datapath, self.task, self.datatype = datapath, task, datatype
+        self.store = GraphStore(default_store_root(datapath))
+        self.memo_size = max(1, int(memo_size))
+        self._memo: "OrderedDict[str, Dict[str, Any]]" = OrderedDict()
+        self.counts = {"memo": 0, "store": 0, "built": 0}
+
+    def build_command(self) -> str:
+        """The ``build_graphs`` command that fills the store for this teacher."""
+        parts = ["parlai-docgraph", "build_graphs", "-t", self.task or "<task>"]
+        if self.datatype:
+            parts += ["-dt", self.datatype.split(":")[0]]
+        parts += ["--datapath", self.datapath] + self.spec.command_args()
+        return " ".join(parts)
+
+    def graph(self, passages: Any) -> Tuple[str, Dict[str, Any]]:
+        """``(key, graph dict)`` of one knowledge pool (memo, then store, then build)."""
+        key = self.spec.key(passages)
+        hit = self._memo.get(key)
+        if hit is not None:
+            self._memo.move_to_end(key)
+            self.counts["memo"] += 1
+            return key, hit
+        graph = load_verified(self.store, key)
+        if graph is not None:
+            self.counts["store"] += 1
+        elif self.mode == "store":
+            raise MissingGraphError(
+                f"--attach-graphs store: no graph for this knowledge pool (key {key}) in "
+                f"{self.store.root} ({self.spec.describe()}). Build the task's graphs first:\n"
+                f"  {self.build_command()}\n"
+                "or use --attach-graphs build to build missing graphs on the fly"
+            )
+        else:
+            graph = self.spec.build(passages)
+            self.store.save(key, graph)
+            self.counts["built"] += 1
+        item = graph.to_dict()
+        self._memo[key] = item
+        while len(self._memo) > self.memo_size:
+            self._memo.popitem(last=False)
+        return key, item
+
+    def attach(self, message: Message) -> Message:
+        """A copy of ``message`` with ``knowledge_graph`` and ``knowledge_graph_key`` added
+        (``message`` itself when it has no ``knowledge_passages``)."""
+        passages = message.get("knowledge_passages")
+        if passages is None:
+            return message
+        key, graph = self.graph(passages)
+        out = Message(message)
+        out.force_set("knowledge_graph", graph)
+        out.force_set("knowledge_graph_key", key)
+        return out
+
+
+class GraphAttachMixin:
+    """
+    Teacher mixin (put it before the ``DialogTeacher`` base): ``--attach-graphs`` and the
+    graph options; attaches graphs to each example as it is sent (see the module docstring).
+    """
+
+    @classmethod
+    def add_cmdline_args(
+        cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
+    ) -> ParlaiParser:
+        super().add_cmdline_args(parser, partial_opt)
+        group = parser.add_argument_group("docgraph graph attachment")
+        group.add_argument(
+            "--attach-graphs", type=str, choices=ATTACH_MODES, default="none",
+            help="none: messages carry no graph; store: add each knowledge pool's document "
+            "graph (knowledge_graph: DocumentGraph.to_dict(), knowledge_graph_key: its store "
+            "key) from the graph store under <datapath>/docgraph_cache/graphs, failing with "
+            "the build_graphs command to run when one is missing; build: like store, but "
+            "build missing graphs on the fly and save them to the store",
+        )
+        group.add_argument(
+            "--attach-graphs-memo", type=int, default=64,
+            help="graphs of this many recent knowledge pools kept in memory by the teacher",
+        )
+        add_graph_args(parser, "docgraph graphs (used by --attach-graphs)")
+        return parser
+
+    def __init__(self, opt: Opt, shared: Optional[Dict[str, Any]] = None) -> None:
+        mode = opt.get("attach_graphs") or "none"
+        if mode not in ATTACH_MODES:
+            raise ValueError(f"--attach-graphs {mode!r}: choose one of {ATTACH_MODES}")
+        self.graph_attacher: Optional[GraphAttacher] = None
+        if shared is not None and shared.get("graph_attacher") is not None:
+            self.graph_attacher = shared["graph_attacher"]
+        elif mode != "none":
+            self.graph_attacher = GraphAttacher(
+                mode, GraphSpec.from_opt(opt), opt["datapath"], opt.get("task", ""),
+                opt.get("datatype", ""), opt.get("attach_graphs_memo") or 64,
+            )
+        super().__init__(opt, shared)
+
+    def share(self) -> Dict[str, Any]:
+        shared = super().share()
+        shared["graph_attacher"] = self.graph_attacher
+        return shared
+
+    def next_example(self) -> Tuple[Message, bool]:
+        action, epoch_done = super().next_example()
+        if self.graph_attacher is not None and action is not None:
+            action = self.graph_attacher.attach(action)
+        return action, epoch_done
