@@ -342,3 +342,29 @@ def test_missing_file_offline_names_file_and_url(datapath):
     msg = str(info.value)
     assert str(datapath / "komodis" / "dataset.json") in msg
     assert "https://github.com/fabiangal/komodis-dataset/raw/master/data/dataset.json" in msg
+
+
+def test_teacher_kg_candidates_history_only(komodis_datapath):
+    from parlai_docgraph.kg import fields as kg_fields
+
+    acts = teacher_acts("docgraph:komodis", komodis_datapath, "train:ordered")
+    with_cands = [a for a in acts if a["kg_candidates"]]
+    assert with_cands, "some KOMODIS turns link entities of their dialogue's KG"
+    for act in acts:
+        triples = {tuple(t) for t in act["kg_triples"]}
+        for path in act["kg_candidates"]:
+            assert all(h.triple in triples for h in kg_fields.json_to_path(path))
+        # linked entities come from the utterances before the response only
+        for entity in act["kg_mentioned"]:
+            assert any(entity in t for t in triples)
+        for gold in act["kg_gold_paths"]:
+            (hop,) = kg_fields.json_to_path(gold)
+            assert list(hop.triple) in act["kg_facts"]
+            assert hop.target.lower() in act["labels"][0].lower() or hop.source.lower() in act["labels"][0].lower()
+    first = acts[0]  # its text is the whole history: utterance 0
+    assert first["kg_history"] == [first["text"]]
+    assert first["kg_mentioned"] == ["movie#0"]
+    assert "actor#0" in first["labels"][0]  # mentioned by the response only: not linked
+    assert all(not p[0][0].startswith("actor#0") for p in first["kg_candidates"])
+    off = teacher_acts("docgraph:komodis", komodis_datapath, "train:ordered", "--kg-candidates", "false")
+    assert "kg_candidates" not in off[0]

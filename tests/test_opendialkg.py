@@ -184,10 +184,13 @@ def test_truncated_triples_line(tmp_path):
     assert "expected 3 tab-separated fields" in str(err.value)
     bad_rows = BadRows(skip=True)
     kg = odkg.read_triples(str(path), bad_rows)
-    assert len(bad_rows.errors) == 1 and len(kg) == 4
-    assert ("Jaws", "release_year", "1975") in kg and ("Jaws", "has_genre", "") not in kg
-    assert kg.triple(3) == ("X", "r", "")  # the KG's empty-string entity is kept
+    assert len(bad_rows.errors) == 1 and kg.num_triples == 4
+    assert kg.has_triple("Jaws", "release_year", "1975") and not kg.has_triple("Jaws", "has_genre", "")
+    assert kg.has_triple("X", "r", "")  # the KG's empty-string entity is kept
     assert set(kg.relations) == {"directed_by", "~directed_by", "release_year", "r"}
+    # exact spelling: ``~r`` is a relation of its own, not folded into ``r``
+    assert kg.has_triple("Steven Spielberg", "~directed_by", "Jaws")
+    assert not kg.has_triple("Jaws", "~directed_by", "Steven Spielberg")
 
 
 # --------------------------------------------------------------------------------------
@@ -296,12 +299,12 @@ def test_sample_shape(sample_data):
     assert any(len(t.messages) > 1 for d in dialogues for t in d.turns)
     assert any(d.turns[0].sender == "assistant" for d in dialogues)
     kg = odkg.read_triples(str(SAMPLE / "opendialkg_triples.txt"))
-    assert len(kg) >= 400
-    for s, r, o in kg:  # both directions, as in the official file
+    assert kg.num_triples >= 400
+    for s, r, o in kg.triples():  # both directions, as in the official file
         rev = (o, r[1:], s) if r.startswith("~") else (o, "~" + r, s)
-        assert rev in kg
+        assert kg.has_triple(*rev)
     for p in actions:
-        assert all(t in kg for t in p.triples), p.triples
+        assert all(kg.has_triple(*t) for t in p.triples), p.triples
     size = sum(f.stat().st_size for f in SAMPLE.iterdir())
     assert size < 200_000
 
@@ -342,8 +345,8 @@ def test_sample_teacher_messages(datapath, sample_data, fold):
         assert len(cands) == 20 and len(set(cands)) == 20 and turn.response in cands
         assert all(c.strip() for c in cands)
         assert act["kg_path"] == [list(t) for t in turn.gold_path]
-        assert all(tuple(t) in kg for t in act["kg_path"])
-        assert all(tuple(t) in kg for p in act["kg_user_paths"] for t in p)
+        assert all(kg.has_triple(*t) for t in act["kg_path"])
+        assert all(kg.has_triple(*t) for p in act["kg_user_paths"] for t in p)
         if turn.dialogue_id not in future:
             future[turn.dialogue_id] = _future_only(by_id[turn.dialogue_id])
             history = []

@@ -15,6 +15,9 @@ no ParlAI imports, so the pieces can be used and tested on their own:
   the text alone (spaCy ``PhraseMatcher``; no gold or future-turn entities).
 * :mod:`.turns` -- :func:`turn_candidates`: per-turn linking, Katz scores, k-hop
   candidate paths and their linearization from the dialogue history only.
+* :mod:`.fields` -- the per-turn candidates as JSON-able message fields (teachers), and
+  the cached KG + linker of a triples file.
+* :mod:`.metrics` -- ``path@k``, ``path_valid``, BLEU, ``knowledge_entity_recall``.
 
 The heavy modules are not imported here; import them directly.
 """

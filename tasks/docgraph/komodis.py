@@ -15,11 +15,20 @@ relation, object]``), ``kg_attitudes`` (its attitudes, ``[subject, relation, obj
 source]``), ``kg_triples`` (the dialogue's KG: both speakers' facts and attitudes as
 ``[subject, relation, object]``) and ``label_candidates`` (the gold plus
 ``--num-label-candidates`` - 1 utterances of other dialogues of the same split, seeded).
+
+With ``--kg-candidates true`` (default) each message also carries DialogGSR's per-turn
+candidate subgraph (``parlai_docgraph.kg.fields``): the dialogue's own KG
+(``kg_triples``), entities linked in the utterances before the response only, their
+k-hop candidate paths and Katz scores, and a gold subgraph. KOMODIS annotates facts per
+speaker, not per utterance, so the gold paths are the answering speaker's facts that the
+response mentions (:func:`~parlai_docgraph.kg.fields.response_facts`; a training-target
+definition, never used for linking).
 """
 
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from typing import Iterator, Optional, Tuple
 
 from parlai.core.message import Message
@@ -30,11 +39,26 @@ from parlai.utils import logging
 from .base import DocgraphDialogTeacher
 from .build import raw_file
 from .candidates import add_candidate_args, example_rng, sample_candidates
+from .opendialkg import add_kg_candidate_args, kg_candidate_kwargs
 from .readers.komodis import SPLIT_FILE_NAME, dialogue_episodes, load_split, read_komodis
+
+from parlai_docgraph.kg import fields as kg_fields
 
 SHIPPED_SPLIT = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "splits", "komodis_split.json"
 )
+
+
+@lru_cache(maxsize=2)
+def _name_linker(path: str, mtime_ns: int, size: int):
+    """An entity linker over every subject/object name in ``dataset.json``."""
+    from parlai_docgraph.kg.linking import EntityLinker
+
+    from .errors import BadRows
+
+    dialogues = read_komodis(path, BadRows(skip=True))
+    names = {e for d in dialogues for h, _, t in d.kg_triples() for e in (h, t)}
+    return EntityLinker(sorted(names))
 
 
 class KomodisTeacher(DocgraphDialogTeacher):
@@ -49,6 +73,7 @@ class KomodisTeacher(DocgraphDialogTeacher):
         super().add_cmdline_args(parser, partial_opt)
         group = parser.add_argument_group("docgraph KOMODIS")
         add_candidate_args(group)
+        add_kg_candidate_args(group)
         return parser
 
     def __init__(self, opt: Opt, shared=None) -> None:
@@ -56,10 +81,37 @@ class KomodisTeacher(DocgraphDialogTeacher):
         self.num_candidates = int(opt.get("num_label_candidates", 20) or 0)
         self.candidates_seed = int(opt.get("label_candidates_seed", 42))
         self.split = opt["datatype"].split(":")[0]
+        self.kg_candidates = bool(opt.get("kg_candidates", True))
+        self.kg_kwargs = kg_candidate_kwargs(opt)
         opt["datafile"] = raw_file(opt["datapath"], "komodis", "dataset.json")
+        self.kg_datafile = opt["datafile"]
         self.split_path = os.path.join(opt["datapath"], "komodis", SPLIT_FILE_NAME)
         self.id = "komodis"
         super().__init__(opt, shared)
+
+    def with_candidates(self, msg):
+        """
+        ``msg`` plus its turn's candidate fields, computed on demand from ``kg_history``
+        over the dialogue's own KG (``kg_triples``), with one linker over every KG name of
+        ``dataset.json`` (built once per process); nothing of the response is used.
+        """
+        if not self.kg_candidates or "kg_history" not in msg or "kg_candidates" in msg:
+            return msg
+        from parlai_docgraph.kg.store import KnowledgeGraph
+
+        st = os.stat(self.kg_datafile)
+        linker = _name_linker(os.path.abspath(self.kg_datafile), st.st_mtime_ns, st.st_size)
+        kg = KnowledgeGraph.from_triples(msg["kg_triples"], reverse_prefix=None)
+        gold = [kg_fields.json_to_path(p) for p in msg["kg_gold_paths"]]
+        msg.update(kg_fields.candidate_fields(kg, linker, msg["kg_history"], gold, **self.kg_kwargs))
+        return msg
+
+    def get(self, episode_idx, entry_idx=0):
+        return self.with_candidates(super().get(episode_idx, entry_idx))
+
+    def next_example(self):
+        action, epoch_done = super().next_example()  # stream mode bypasses get()
+        return self.with_candidates(action), epoch_done
 
     def count_options(self) -> tuple:
         # every split reads the same dataset.json: the split (and the shipped id lists
@@ -94,6 +146,11 @@ class KomodisTeacher(DocgraphDialogTeacher):
                             "kg_triples": [list(t) for t in turn.kg_triples],
                         }
                     )
+                    if self.kg_candidates:
+                        # history and gold only; candidates are computed when served
+                        msg["kg_history"] = list(dialogue.utterances[: turn.utterance_index])
+                        gold = kg_fields.response_facts(turn.facts, turn.response)
+                        msg["kg_gold_paths"] = [kg_fields.path_to_json(p) for p in gold]
                     if self.num_candidates > 1:
                         rng = example_rng(
                             self.candidates_seed, turn.dialogue_id, turn.utterance_index

@@ -15,9 +15,15 @@ the same split, drawn with a seeded RNG) and the KG grounding:
 * ``kg_entities``: the entities grounded so far (paths of earlier turns and of the user
   turn, plus the start entity of the gold path); never an entity of a later turn;
 * ``kg_file``: the ``opendialkg_triples.txt`` to retrieve from
-  (``readers.opendialkg.load_triples(kg_file)`` reads it once per process);
+  (``readers.opendialkg.load_triples(kg_file)`` reads it once per process, as a
+  ``parlai_docgraph.kg.store.KnowledgeGraph`` in the file's exact spelling);
 * ``dialogue_id`` (0-based CSV data row = DialogGSR ``unique_id - 1000000``),
-  ``turn_id`` and ``ratings``.
+  ``turn_id`` and ``ratings``;
+* with ``--kg-candidates true`` (default), ``kg_history`` (the turns before the
+  response) and DialogGSR's per-turn candidate subgraph computed from it alone when the
+  example is served (``parlai_docgraph.kg.fields``: ``kg_mentioned``,
+  ``kg_candidates``, ``kg_candidates_text``, ``kg_katz``, ``kg_gold_paths``,
+  ``kg_gold_index``, ``kg_gold_text``).
 
 Splits: DialogGSR's seed-42 70/15/15 split of the CSV rows (the shipped
 ``splits/opendialkg_split.json`` for the official 13,802-row file, the same procedure
@@ -39,12 +45,56 @@ from .build import SAMPLE_DATAPATH, raw_file
 from .candidates import add_candidate_args, example_rng, sample_candidates
 from .readers.opendialkg import assistant_turns, read_opendialkg, split_rows
 
+from parlai_docgraph.kg import fields as kg_fields
+
 CSV_NAME = "opendialkg.csv"
 TRIPLES_NAME = "opendialkg_triples.txt"
 
 
 def _triples(triples) -> List[List[str]]:
     return [list(t) for t in triples]
+
+
+def add_kg_candidate_args(group) -> None:
+    """Options of the per-turn candidate subgraph (shared with the KOMODIS teacher)."""
+    group.add_argument(
+        "--kg-candidates", type="bool", default=True,
+        help="attach DialogGSR's per-turn candidate paths (k-hop ego graph of the entities "
+        "linked in the history only), Katz scores and the gold path index to each message",
+    )
+    group.add_argument("--kg-hops", type=int, default=2, help="K: longest candidate path, in hops")
+    group.add_argument(
+        "--kg-katz-beta", type=float, default=kg_fields.DEFAULT_BETA,
+        help="beta of the Katz scores put on the message (Eq. 6)",
+    )
+    group.add_argument(
+        "--kg-max-paths-per-entity", type=int, default=100,
+        help="candidate paths per mentioned entity and hop count",
+    )
+    group.add_argument(
+        "--kg-max-per-relation", type=int, default=10,
+        help="neighbours kept per (entity, relation) when expanding",
+    )
+
+
+def kg_candidate_kwargs(opt: Opt) -> dict:
+    return dict(
+        hops=int(opt.get("kg_hops", 2)),
+        beta=float(opt.get("kg_katz_beta", kg_fields.DEFAULT_BETA)),
+        max_paths_per_entity=int(opt.get("kg_max_paths_per_entity", 100)),
+        max_per_relation=int(opt.get("kg_max_per_relation", 10)),
+    )
+
+
+def gold_paths(turn) -> list:
+    """The turn's path actions as hop paths (a non-chaining action is logged and left out)."""
+    out = []
+    for action in turn.gold_paths:
+        try:
+            out.append(kg_fields.triples_to_path(action.triples))
+        except ValueError as e:
+            logging.warning(f"dialogue {turn.dialogue_id} turn {turn.turn_index}: {e}")
+    return out
 
 
 class OpendialkgTeacher(DocgraphDialogTeacher):
@@ -59,12 +109,15 @@ class OpendialkgTeacher(DocgraphDialogTeacher):
         super().add_cmdline_args(parser, partial_opt)
         group = parser.add_argument_group("docgraph OpenDialKG")
         add_candidate_args(group)
+        add_kg_candidate_args(group)
         return parser
 
     def __init__(self, opt: Opt, shared=None) -> None:
         opt = Opt(opt)  # a copy that keeps Opt's methods
         self.num_cands = int(opt.get("num_label_candidates", 20))
         self.cands_seed = int(opt.get("label_candidates_seed", 42))
+        self.kg_candidates = bool(opt.get("kg_candidates", True))
+        self.kg_kwargs = kg_candidate_kwargs(opt)
         self.id = self.__class__.__name__.replace("Teacher", "").lower()
         if shared is None:
             csv_path, self.kg_file = self.locate(opt)
@@ -77,6 +130,26 @@ class OpendialkgTeacher(DocgraphDialogTeacher):
         shared = super().share()
         shared["kg_file"] = self.kg_file
         return shared
+
+    def with_candidates(self, msg):
+        """
+        ``msg`` plus the candidate fields of its turn, computed from ``kg_history`` (the
+        turns before the response) on demand: OpenDialKG's ~91k turns x ~100 paths would
+        not fit in memory, and computing them all at start-up would take many minutes.
+        """
+        if not self.kg_candidates or "kg_history" not in msg or "kg_candidates" in msg:
+            return msg
+        kg, linker = kg_fields.load_kg(self.kg_file)
+        gold = [kg_fields.json_to_path(p) for p in msg["kg_gold_paths"]]
+        msg.update(kg_fields.candidate_fields(kg, linker, msg["kg_history"], gold, **self.kg_kwargs))
+        return msg
+
+    def get(self, episode_idx, entry_idx=0):
+        return self.with_candidates(super().get(episode_idx, entry_idx))
+
+    def next_example(self):
+        action, epoch_done = super().next_example()  # stream mode bypasses get()
+        return self.with_candidates(action), epoch_done
 
     def locate(self, opt: Opt) -> Tuple[str, str]:
         """
@@ -116,6 +189,11 @@ class OpendialkgTeacher(DocgraphDialogTeacher):
                         "ratings": ratings,
                     }
                 )
+                if self.kg_candidates:
+                    # the history and gold paths only; the candidates are computed when
+                    # the example is served (see :meth:`get`), so they never sit in memory
+                    msg["kg_history"] = list(turn.history) + ([turn.text] if turn.text else [])
+                    msg["kg_gold_paths"] = [kg_fields.path_to_json(p) for p in gold_paths(turn)]
                 if self.num_cands > 1:
                     rng = example_rng(self.cands_seed, turn.dialogue_id, turn.turn_index)
                     msg["label_candidates"] = sample_candidates(

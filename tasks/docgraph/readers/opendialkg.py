@@ -36,10 +36,11 @@ import csv
 import json
 import os
 import random
-from array import array
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+from parlai_docgraph.kg.store import KnowledgeGraph
 
 from ..errors import BadRows, DatasetFormatError
 
@@ -439,65 +440,8 @@ def split_rows(
 # --------------------------------------------------------------------------------------
 
 
-@dataclass
-class TripleStore:
-    """
-    The KG as three parallel id arrays and the entity / relation vocabularies.
-
-    Names keep the file's exact spelling (``~`` reverse relations included);
-    ``triple(i)`` returns the i-th triple as strings.
-    """
-
-    path: str
-    entities: List[str]
-    relations: List[str]
-    heads: array
-    rels: array
-    tails: array
-    entity_ids: Dict[str, int] = field(repr=False, default_factory=dict)
-    relation_ids: Dict[str, int] = field(repr=False, default_factory=dict)
-    _keys: Optional[set] = field(repr=False, default=None)
-
-    def __len__(self) -> int:
-        return len(self.heads)
-
-    def triple(self, i: int) -> Triple:
-        return (
-            self.entities[self.heads[i]],
-            self.relations[self.rels[i]],
-            self.entities[self.tails[i]],
-        )
-
-    def __iter__(self) -> Iterator[Triple]:
-        ents, rels = self.entities, self.relations
-        for h, r, t in zip(self.heads, self.rels, self.tails):
-            yield ents[h], rels[r], ents[t]
-
-    def __contains__(self, triple) -> bool:
-        s, r, o = triple
-        h, rr, t = self.entity_ids.get(s), self.relation_ids.get(r), self.entity_ids.get(o)
-        if h is None or rr is None or t is None:
-            return False
-        if self._keys is None:
-            n = len(self.entities)
-            m = len(self.relations)
-            self._keys = {(a * m + b) * n + c for a, b, c in zip(self.heads, self.rels, self.tails)}
-        return (h * len(self.relations) + rr) * len(self.entities) + t in self._keys
-
-
-def read_triples(path: str, bad_rows: Optional[BadRows] = None) -> TripleStore:
-    """
-    Stream ``subject<TAB>relation<TAB>object`` lines into a :class:`TripleStore`.
-
-    Only the line terminator is stripped, so names keep their exact spelling (the KG
-    has an empty-string entity). A line without exactly 3 tab-separated fields is a
-    malformed row (DialogGSR skips lines with fewer silently).
-    """
-    bad_rows = bad_rows if bad_rows is not None else BadRows()
-    entity_ids: Dict[str, int] = {}
-    relation_ids: Dict[str, int] = {}
-    heads, rels, tails = array("i"), array("i"), array("i")
-    eget, rget = entity_ids.get, relation_ids.get
+def _triple_rows(path: str, bad_rows: BadRows) -> Iterator[Tuple[str, str, str]]:
+    """``(subject, relation, object)`` of each line; malformed lines go to ``bad_rows``."""
     with open(path, encoding="utf-8-sig", newline="") as f:
         for lineno, line in enumerate(f, 1):
             parts = line.rstrip("\r\n").split("\t")
@@ -512,37 +456,30 @@ def read_triples(path: str, bad_rows: Optional[BadRows] = None) -> TripleStore:
                     )
                 )
                 continue
-            s, r, o = parts
-            h = eget(s)
-            if h is None:
-                h = entity_ids[s] = len(entity_ids)
-            rr = rget(r)
-            if rr is None:
-                rr = relation_ids[r] = len(relation_ids)
-            t = eget(o)
-            if t is None:
-                t = entity_ids[o] = len(entity_ids)
-            heads.append(h)
-            rels.append(rr)
-            tails.append(t)
-    return TripleStore(
-        path=path,
-        entities=list(entity_ids),
-        relations=list(relation_ids),
-        heads=heads,
-        rels=rels,
-        tails=tails,
-        entity_ids=entity_ids,
-        relation_ids=relation_ids,
-    )
+            yield parts[0], parts[1], parts[2]
+
+
+def read_triples(path: str, bad_rows: Optional[BadRows] = None) -> KnowledgeGraph:
+    """
+    Stream ``subject<TAB>relation<TAB>object`` lines into the package's
+    :class:`~parlai_docgraph.kg.store.KnowledgeGraph` (one KG structure for teachers and
+    DialogGSR), in the file's exact spelling: ``reverse_prefix=None`` keeps ``~r`` as a
+    relation of its own, and only the line terminator is stripped, so the KG's
+    empty-string entity is kept. Repeated lines count once. A line without exactly 3
+    tab-separated fields is a malformed row (DialogGSR skips lines with fewer
+    silently); it raises :class:`DatasetFormatError` with file and line unless
+    ``bad_rows.skip``.
+    """
+    bad_rows = bad_rows if bad_rows is not None else BadRows()
+    return KnowledgeGraph.from_triples(_triple_rows(path, bad_rows), reverse_prefix=None)
 
 
 @lru_cache(maxsize=2)
-def _cached_triples(path: str, mtime: float, size: int) -> TripleStore:
+def _cached_triples(path: str, mtime: float, size: int) -> KnowledgeGraph:
     return read_triples(path)
 
 
-def load_triples(path: str) -> TripleStore:
+def load_triples(path: str) -> KnowledgeGraph:
     """
     :func:`read_triples` (strict), cached per file (path, mtime and size), for the
     teachers' ``kg_file`` consumers.

@@ -1,0 +1,290 @@
+"""
+DialogGSR's seq2seq model (Park et al.): one Hugging Face encoder-decoder (T5) that
+retrieves linearized KG paths and writes the response. Torch + transformers only.
+
+* Losses (Eq. 8, 9, 10) are token-level cross-entropy of a target given a source;
+  :meth:`GSRModel.token_losses` pads targets with ``-100`` (never the pad id), so padding
+  is not a label (the public code trained on padding, ``anchors.md`` 2.6).
+* KG-reconstruction pretraining trains only the structural special tokens
+  (:meth:`GSRModel.train_only_rows`): every other parameter is frozen and a gradient
+  hook zeroes the other rows of the (tied input/output) embedding, so input *and* output
+  representations of the special tokens are learned together.
+* Path retrieval (:meth:`GSRModel.generate_paths`) is beam search with
+  :class:`~parlai_docgraph.kg.constrained.GraphConstrainedLogitsProcessor` (Eq. 3-4) over
+  each example's :class:`~parlai_docgraph.kg.trie.PathTrie`, or unconstrained.
+
+:func:`load_seq2seq` resolves ``--gsr-model``: ``tiny`` (bundled
+``parlai_docgraph/assets/tiny_t5``: config + tokenizer, weights from a seed), a local
+directory, or a hub name (``t5-small``; from the HF cache when offline, else a clear
+:class:`GSRUnavailable`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import List, Mapping, Optional, Sequence, Tuple
+
+import torch
+from torch import nn
+
+from ..env import offline
+
+TINY = "tiny"
+TINY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "tiny_t5")
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+MASK_TOKEN = "<extra_id_0>"
+LABEL_PAD = -100  # ignored by cross-entropy: padding is never a label
+
+
+class GSRUnavailable(RuntimeError):
+    """The requested ``--gsr-model`` cannot be loaded (typically a hub name offline)."""
+
+
+def resolve_source(name: str, datapath: Optional[str] = None) -> str:
+    """``tiny`` -> the bundled dir; ``<datapath>/hf/<name>`` if it has a config; else ``name``."""
+    if name == TINY:
+        return TINY_DIR
+    if os.path.isdir(name):
+        return name
+    if datapath:
+        local = os.path.join(datapath, "hf", name)
+        if os.path.isfile(os.path.join(local, "config.json")):
+            return local
+    return name
+
+
+def _unavailable(name: str, datapath: Optional[str], error: Exception) -> GSRUnavailable:
+    where = os.path.join(datapath, "hf", name) if datapath else "<datapath>/hf/" + name
+    mode = "offline (PARLAI_DOCGRAPH_OFFLINE, HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set)" if offline() else "online"
+    return GSRUnavailable(
+        f"--gsr-model {name!r} could not be loaded {mode}: not a local directory and not in "
+        f"the Hugging Face cache ({type(error).__name__}: {error}).\n"
+        f"Either (1) fetch it once with network access: `hf download {name}`, then rerun; "
+        f"or (2) put config.json, model.safetensors (or pytorch_model.bin) and the tokenizer "
+        f"files (tokenizer.json or spiece.model) in {where} or any directory and pass "
+        f"--gsr-model /that/directory; or (3) use the bundled offline model: --gsr-model tiny."
+    )
+
+
+def load_tokenizer(name: str, datapath: Optional[str] = None, extra_special: Sequence[str] = ()):
+    """
+    The tokenizer of ``--gsr-model`` with ``extra_special`` (Eq. 2 structural tokens)
+    added as special tokens when missing (T5's own vocabulary has none of them).
+    """
+    from transformers import AutoTokenizer
+
+    source = resolve_source(name, datapath)
+    try:
+        tok = AutoTokenizer.from_pretrained(source, local_files_only=offline() or os.path.isdir(source))
+    except (OSError, ValueError) as e:
+        raise _unavailable(name, datapath, e) from e
+    vocab = tok.get_vocab()
+    missing = [t for t in extra_special if t not in vocab]
+    if MASK_TOKEN not in vocab:
+        missing.append(MASK_TOKEN)
+    if missing:
+        tok.add_special_tokens({"additional_special_tokens": missing}, replace_extra_special_tokens=False)
+    return tok
+
+
+def load_seq2seq(name: str, datapath: Optional[str] = None, seed: int = 0, pretrained: bool = True) -> nn.Module:
+    """
+    The encoder-decoder of ``--gsr-model``; a source without weights (``tiny``) or
+    ``pretrained=False`` gets fresh weights from ``seed`` (global RNG untouched).
+    """
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM
+
+    source = resolve_source(name, datapath)
+    local = os.path.isdir(source)
+    has_weights = local and any(os.path.exists(os.path.join(source, f)) for f in WEIGHT_FILES)
+    try:
+        if pretrained and (not local or has_weights):
+            return AutoModelForSeq2SeqLM.from_pretrained(source, local_files_only=offline() or local)
+        config = AutoConfig.from_pretrained(source, local_files_only=offline() or local)
+    except (OSError, ValueError) as e:
+        raise _unavailable(name, datapath, e) from e
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        small = getattr(config, "d_model", 1024) < 512
+        return AutoModelForSeq2SeqLM.from_config(config, **({"attn_implementation": "eager"} if small else {}))
+
+
+def right_pad(seqs: Sequence[Sequence[int]], pad: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``(ids, mask)`` right-padded to the longest row (at least length 1)."""
+    width = max([len(s) for s in seqs] + [1])
+    ids = torch.full((len(seqs), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        if s:
+            ids[i, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
+            mask[i, : len(s)] = 1
+    return ids, mask
+
+
+class GSRModel(nn.Module):
+    """A seq2seq LM with DialogGSR's losses, freezing rule and constrained retrieval."""
+
+    def __init__(self, lm: nn.Module, pad_id: int, eos_id: int, special_ids: Sequence[int]) -> None:
+        super().__init__()
+        self.lm = lm
+        self.pad_id = int(pad_id)
+        self.eos_id = int(eos_id)
+        self.special_ids = sorted(set(int(i) for i in special_ids))
+        self._hook = None
+
+    def _device(self) -> torch.device:
+        return next(self.lm.parameters()).device
+
+    # ------------------------------------------------------------------ losses
+    def token_losses(
+        self, sources: Sequence[Sequence[int]], targets: Sequence[Sequence[int]]
+    ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """
+        ``-log p(target_t | source, target_<t)`` per position (Eq. 8/9/10 summands).
+
+        Returns ``(loss [B, T], labels [B, T], notnull [B, T], preds [B, T])``; labels are
+        ``-100`` on padding and the loss there is 0.
+        """
+        dev = self._device()
+        src, src_mask = right_pad(sources, self.pad_id)
+        labels, tgt_mask = right_pad(targets, self.pad_id)
+        labels = labels.masked_fill(tgt_mask == 0, LABEL_PAD)
+        out = self.lm(input_ids=src.to(dev), attention_mask=src_mask.to(dev), labels=labels.to(dev))
+        logits = out.logits.float()
+        loss = nn.functional.cross_entropy(
+            logits.transpose(1, 2), labels.to(dev), ignore_index=LABEL_PAD, reduction="none"
+        )
+        notnull = labels.to(dev) != LABEL_PAD
+        return loss, labels.to(dev), notnull, logits.argmax(-1)
+
+    # ------------------------------------------------------------------ freezing
+    def train_only_rows(self, rows: Optional[Sequence[int]] = None) -> None:
+        """
+        Freeze everything but rows ``rows`` (default: the special tokens) of the shared
+        embedding (Park et al. 3.4: "All the other parameters are frozen"). Use an
+        optimizer without weight decay (decay would move the zero-gradient rows).
+        """
+        self.release_rows()
+        rows = self.special_ids if rows is None else list(rows)
+        emb = self.lm.get_input_embeddings().weight
+        for p in self.lm.parameters():
+            p.requires_grad_(p is emb)
+        keep = torch.zeros(emb.shape[0], 1, dtype=emb.dtype, device=emb.device)
+        keep[torch.as_tensor(rows, dtype=torch.long)] = 1.0
+        self._hook = emb.register_hook(lambda g: g * keep.to(g.dtype))
+
+    def release_rows(self) -> None:
+        """Undo :meth:`train_only_rows`: every parameter trains again."""
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+        for p in self.lm.parameters():
+            p.requires_grad_(True)
+
+    # ------------------------------------------------------------------ generation
+    def encode(self, sources: Sequence[Sequence[int]]) -> Tuple[torch.Tensor, torch.Tensor]:
+        ids, mask = right_pad(sources, self.pad_id)
+        dev = self._device()
+        return ids.to(dev), mask.to(dev)
+
+    @torch.no_grad()
+    def generate_paths(
+        self,
+        sources: Sequence[Sequence[int]],
+        tries: Optional[Sequence[object]],
+        entity_scores: Optional[Sequence[Mapping[str, float]]] = None,
+        num_beams: int = 5,
+        num_return: int = 5,
+        max_new_tokens: int = 64,
+        alpha: float = 0.8,
+    ) -> List[List[Tuple[List[int], float]]]:
+        """
+        Top ``num_return`` beams per source as ``(ids without start/pad, score)``.
+
+        ``tries`` None: unconstrained beam search; else constrained to ``tries[b]`` with
+        ``log p_graph`` from ``entity_scores[b]`` (None: hard constraint). Beams beyond
+        the number of valid paths (beam search's ``-1e9`` stand-in for ``-inf``, length
+        normalised) and duplicates are dropped. ``early_stopping=False``: while the first
+        tokens (``[Head]``, the start entity) allow fewer continuations than beams, the
+        surplus beams leave the trie and end with ``-1e9``; with ``True`` those would
+        count as finished and stop the search before ``num_return`` real paths end.
+        """
+        from transformers import LogitsProcessorList
+
+        from ..kg.constrained import GraphConstrainedLogitsProcessor
+
+        if not sources:
+            return []
+        ids, mask = self.encode(sources)
+        procs = LogitsProcessorList()
+        if tries is not None:
+            procs.append(
+                GraphConstrainedLogitsProcessor(
+                    tries, self.eos_id, num_beams=num_beams, entity_scores=entity_scores, alpha=alpha
+                )
+            )
+        out = self.lm.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            num_beams=num_beams,
+            num_return_sequences=min(num_return, num_beams),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            early_stopping=False,  # True stops once junk (-1e9) beams fill the finished list
+            logits_processor=procs,
+            output_scores=True,
+            return_dict_in_generate=True,
+            pad_token_id=self.pad_id,
+            eos_token_id=self.eos_id,
+        )
+        seqs = out.sequences.tolist()
+        if getattr(out, "sequences_scores", None) is not None:
+            scores = out.sequences_scores.tolist()
+        else:
+            scores = [0.0] * len(seqs)
+        per = len(seqs) // len(sources)
+        result: List[List[Tuple[List[int], float]]] = []
+        for b in range(len(sources)):
+            seen, hyps = set(), []
+            for seq, score in zip(seqs[b * per : (b + 1) * per], scores[b * per : (b + 1) * per]):
+                toks = self.strip(seq[1:])
+                if score < -1e6 or tuple(toks) in seen:
+                    continue
+                seen.add(tuple(toks))
+                hyps.append((toks, float(score)))
+            result.append(hyps)
+        return result
+
+    def strip(self, ids: Sequence[int]) -> List[int]:
+        """Ids up to (without) the first EOS, padding removed."""
+        out: List[int] = []
+        for i in ids:
+            if i == self.eos_id:
+                break
+            if i != self.pad_id:
+                out.append(int(i))
+        return out
+
+    @torch.no_grad()
+    def generate_text(
+        self, sources: Sequence[Sequence[int]], num_beams: int = 1, max_new_tokens: int = 64, min_length: int = 0
+    ) -> List[Tuple[List[int], float]]:
+        """Best response ids (no start/EOS) and score per source (Eq. 7 input)."""
+        if not sources:
+            return []
+        ids, mask = self.encode(sources)
+        out = self.lm.generate(
+            input_ids=ids,
+            attention_mask=mask,
+            num_beams=max(num_beams, 1),
+            max_new_tokens=max_new_tokens,
+            min_length=min_length,
+            do_sample=False,
+            output_scores=True,
+            return_dict_in_generate=True,
+            pad_token_id=self.pad_id,
+            eos_token_id=self.eos_id,
+        )
+        scores = getattr(out, "sequences_scores", None)
+        scores = scores.tolist() if scores is not None else [0.0] * len(sources)
+        return [(self.strip(s[1:]), float(sc)) for s, sc in zip(out.sequences.tolist(), scores)]
