@@ -11,7 +11,8 @@ import torch.nn.functional as F
 
 from parlai_docgraph.graphs.schema import DocumentGraph, Edge, Node
 from parlai_docgraph.models import (
-    VARIANTS, DialogAwareSelector, EGATConv, MultiLevelGAT, collate_graphs, concept_labels,
+    VARIANTS, DialogAwareSelector, EGATConv, MultiLevelGAT, MultiLevelSelector, collate_graphs,
+    concept_labels,
     sample_negatives, segment_log_softmax, word_selection_targets,
 )
 
@@ -363,6 +364,44 @@ def test_multilevel_shapes_grads_overfit_and_seed() -> None:
     out = model(b["x"], b["edge_index"], b["segment_index"], b["segment2example"], 2)
     model.loss(out, b["gold"])[0].backward()
     assert model.no_passage.grad is not None
+
+
+def test_multilevel_selector_eq2_segment_inputs_and_eq9() -> None:
+    """MultiLevelSelector: candidate segment nodes take the context vectors (Eq. 2; their
+    frozen features are ignored), other nodes keep theirs; its loss is the GAT's Eq. 9 and
+    every parameter gets a gradient."""
+    b = _ml_batch()
+    torch.manual_seed(0)
+    model = MultiLevelSelector(16, hidden=8, heads=2, num_layers=2, alpha=0.3)
+    ctx = torch.randn(7, 16, requires_grad=True)
+    args = dict(cand_node=b["segment_index"], cand2example=b["segment2example"], context=ctx,
+                num_examples=2, concept_index=b["word_index"], node_passage=b["node_passage"],
+                no_passage_index=b["no_passage_index"])
+    out = model(b["x"], b["edge_index"], gold=b["gold"], **args)
+    x2 = b["x"].clone()
+    x2[b["segment_index"]] += 5.0  # replaced by the context vectors: no effect
+    torch.testing.assert_close(model(x2, b["edge_index"], **args).scores, out.scores)
+    x3 = b["x"].clone()
+    x3[b["word_index"]] += 5.0  # words inform their segments (the graph is read undirected)
+    assert not torch.allclose(model(x3, b["edge_index"], **args).scores, out.scores)
+    mask, label = word_selection_targets(b["edge_index"], b["x"].size(0), b["word_index"],
+                                         b["node_passage"],
+                                         b["segment_index"][torch.tensor([0, 4]) + b["gold"]])
+    assert torch.equal(out.word_mask, mask) and torch.equal(out.word_label, label)
+    loss, parts = model.loss(out)
+    torch.testing.assert_close(loss, 0.3 * parts["loss_c"] + 0.7 * parts["loss_n"])
+    from torch_geometric.utils import to_undirected
+
+    ref = MultiLevelGAT(16, 8, 2, 2, alpha=0.3)
+    ref.load_state_dict(model.gat.state_dict())
+    x = b["x"].index_copy(0, b["segment_index"], ctx.detach())
+    both = to_undirected(b["edge_index"])
+    ref_out = ref(x, both, b["segment_index"], b["segment2example"], 2, b["word_index"],
+                  b["no_passage_index"])
+    torch.testing.assert_close(ref.loss(ref_out, b["gold"], mask, label)[0], loss.detach())
+    loss.backward()
+    assert all(p.grad is not None for p in model.parameters()) and ctx.grad.abs().sum() > 0
+    assert model.combine(1.0, 2.0) == pytest.approx(0.3 + 0.7 * 2.0)
 
 
 # ---------------------------------------------------------------- real graphs + MiniLM

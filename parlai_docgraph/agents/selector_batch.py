@@ -21,21 +21,25 @@ from torch import Tensor
 
 from ..graphs.schema import NODE_TYPE_ID, DocumentGraph
 from ..models.selector import concept_labels
+from .selector_messages import (  # noqa: F401  (re-exported: the agent's message helpers)
+    KNOWLEDGE_SEPARATOR, NO_PASSAGE, Passages, candidate_sentences, message_passages,
+)
 
-#: ``--graph-variant`` -> options of ``graphs.semantic.build_document_graph`` (None: no graph).
+#: ``--graph-variant`` -> options of ``graphs.semantic.build_document_graph`` (None: no graph;
+#: ``builder`` picks ``graphs.multilevel.build_multilevel_graph``).
 VARIANT_BUILD_OPTIONS: Dict[str, Optional[Dict[str, Any]]] = {
     "full": {},
     "sentence": {"sentence_graph": True},
     "coref": {"role_edges": False},
     "homogeneous": {"homogeneous": True},
+    "multilevel": {"builder": "multilevel"},
+    "paths": {},
     "none": None,
 }
+#: Variants whose model reads no node features (``paths`` reads the graph as text).
+TEXT_ONLY_VARIANTS = ("paths", "none")
 #: Variants of issue 5 this agent does not run yet.
-PENDING_VARIANTS = ("multilevel", "paths")
-KNOWLEDGE_SEPARATOR = "__knowledge__"
-NO_PASSAGE = "no_passages_used"
-
-Passages = List[Tuple[str, List[str]]]
+PENDING_VARIANTS: Tuple[str, ...] = ()
 
 
 def check_variant(variant: str) -> None:
@@ -49,56 +53,33 @@ def check_variant(variant: str) -> None:
                          f"{', '.join(tuple(VARIANT_BUILD_OPTIONS) + PENDING_VARIANTS)}")
 
 
-def message_passages(obs: Any) -> Passages:
-    """
-    The ``knowledge_passages`` (``[[title, [sentence, ...]], ...]``) of a docgraph WoW-format
-    message, as ``(title, [sentences])`` pairs; ``ValueError`` saying what is missing.
-    """
-    raw = obs.get("knowledge_passages")
-    if raw is None:
-        raise ValueError(
-            "GraphSelectorAgent needs the message field 'knowledge_passages' (the knowledge "
-            "pool as [[title, [sentences]], ...]); the docgraph teachers (-t docgraph:wow, "
-            "docgraph:sample, ...) provide it")
-    return [(str(title), [str(s) for s in sents]) for title, sents in raw]
-
-
-def candidate_sentences(passages: Passages, candidates: Sequence[str]) -> List[int]:
-    """
-    Global sentence index (over ``passages`` in order) of each candidate line
-    (``"{title} {sentence}"`` or ``"{title} __knowledge__ {sentence}"``, as the WoW teachers
-    write knowledge lines), -1 for a candidate that is no knowledge sentence
-    (``no_passages_used``). A line that occurs twice maps to its first sentence.
-    """
-    lookup: Dict[str, int] = {}
-    g = 0
-    for title, sents in passages:
-        for sent in sents:
-            for line in (f"{title} {sent}", f"{title} {KNOWLEDGE_SEPARATOR} {sent}"):
-                lookup.setdefault(line.strip(), g)
-            g += 1
-    return [lookup.get(c.strip(), -1) for c in candidates]
-
-
 @dataclass
 class ExampleGraph:
     """
-    One pool's graph ready for collation: ``tensors`` (``to_tensors()`` of the graph plus one
-    trailing *no-passage* node: type ``passage``, zero features, no edges, the node that a
-    ``no_passages_used`` candidate's context node attaches to), ``x`` node features
-    (``[N + 1, dim]``), ``sentence_node`` (``[S]`` node id of global sentence ``s``),
-    ``concept_node`` (``[M]``) and the ``graph`` itself (concept labels).
+    One pool's graph ready for collation: ``tensors`` (``to_tensors()`` of the graph; a
+    semantic graph gets one trailing *no-passage* node: type ``passage``, zero features, no
+    edges, the node a ``no_passages_used`` candidate attaches to; the multi-level graph has
+    its own ``[no_passage_used]`` segment), ``x`` node features (``[N, dim]``, ``None`` for
+    the text-only ``paths`` variant), ``sentence_node`` (``[S]`` node id of global sentence
+    ``s``), ``concept_node`` (``[M]``: concept nodes, or word nodes of the multi-level
+    graph), ``no_passage`` (node id), ``node_passage`` (``[N]``) and the ``graph`` itself.
     """
 
     tensors: Dict[str, Any]
-    x: Tensor
+    x: Optional[Tensor]
     sentence_node: Tensor
     concept_node: Tensor
     graph: DocumentGraph
+    no_passage: int
+    node_passage: Tensor
 
     @property
     def no_passage_node(self) -> int:
-        return int(self.tensors["num_nodes"]) - 1
+        return self.no_passage
+
+
+def _pool_key(passages: Passages) -> str:
+    return hashlib.sha256(json.dumps(passages, ensure_ascii=False).encode()).hexdigest()
 
 
 class GraphProvider:
@@ -106,9 +87,11 @@ class GraphProvider:
     Graphs and frozen node features per knowledge pool, built once and memoised.
 
     Graphs come from a :class:`~parlai_docgraph.graphs.cache.GraphStore` (``store_root``;
-    built and stored when missing) or are built in process (``store_root=None``); node
-    features are :func:`~parlai_docgraph.graphs.embed.embed_graph` vectors from the frozen
-    ``node_encoder``. Both are kept in an in-process LRU memo of ``memo_size`` pools.
+    built and stored when missing) or are built in process (``store_root=None``); a pool
+    that extends a memoised one (``base``, ``--background per_turn``) is built with
+    ``DocumentGraph.extend``. Node features are :func:`~parlai_docgraph.graphs.embed.embed_graph`
+    vectors from the frozen ``node_encoder`` (none for ``paths``). Both are kept in an
+    in-process LRU memo of ``memo_size`` pools.
     """
 
     def __init__(
@@ -117,7 +100,10 @@ class GraphProvider:
     ) -> None:
         check_variant(variant)
         self.variant = variant
-        self.options = VARIANT_BUILD_OPTIONS[variant]
+        options = VARIANT_BUILD_OPTIONS[variant]
+        self.builder = "semantic" if options is None else options.get("builder", "semantic")
+        self.options = None if options is None else {
+            k: v for k, v in options.items() if k != "builder"}
         self.node_encoder, self.tokenizer = node_encoder, tokenizer
         self.parser_name, self.coref_name = parser, coref
         self._parser = self._coref = None
@@ -128,6 +114,7 @@ class GraphProvider:
             self.store = GraphStore(store_root)
         self.memo_size = memo_size
         self._memo: "OrderedDict[str, ExampleGraph]" = OrderedDict()
+        self.extended = 0  # graphs made by DocumentGraph.extend (per_turn background)
 
     @property
     def uses_graph(self) -> bool:
@@ -143,37 +130,62 @@ class GraphProvider:
             self._coref = get_coref(self.coref_name)
         return self._parser, self._coref
 
-    def build(self, passages: Passages) -> DocumentGraph:
-        """The document graph of ``passages`` for this variant (store, else built)."""
+    def build(self, passages: Passages, base: Optional[Passages] = None) -> DocumentGraph:
+        """The document graph of ``passages`` for this variant (extended, stored, or built)."""
+        if self.builder == "multilevel":
+            from ..graphs.multilevel import build_multilevel_graph
+
+            if self.store is not None:
+                return self.store.get_or_build(passages, "multilevel", **self.options)
+            return build_multilevel_graph(passages, **self.options)
         from ..graphs.semantic import build_document_graph
 
         parser, coref = self._backends()
         kwargs = dict(self.options)
         if not kwargs.get("sentence_graph"):
             kwargs.update(parser=parser, coref=coref)
+        if base is not None and len(base) < len(passages) and passages[:len(base)] == base:
+            hit = self._memo.get(_pool_key(base))
+            if hit is not None:
+                self.extended += 1
+                backends = {} if kwargs.get("sentence_graph") else {"parser": parser, "coref": coref}
+                return hit.graph.extend(passages[len(base):], **backends)
         if self.store is not None:
             return self.store.get_or_build(passages, "semantic", **kwargs)
         return build_document_graph(passages, **kwargs)
 
-    def get(self, passages: Passages) -> ExampleGraph:
-        """The memoised :class:`ExampleGraph` of one pool."""
-        key = hashlib.sha256(json.dumps(passages, ensure_ascii=False).encode()).hexdigest()
+    def get(self, passages: Passages, base: Optional[Passages] = None) -> ExampleGraph:
+        """The memoised :class:`ExampleGraph` of one pool (``base``: a pool it extends)."""
+        key = _pool_key(passages)
         hit = self._memo.get(key)
         if hit is not None:
             self._memo.move_to_end(key)
             return hit
-        from ..graphs.embed import embed_graph
         from ..models.common import graph_index
 
-        graph = self.build(passages)
-        feats = embed_graph(graph, self.node_encoder, self.tokenizer).vectors
+        graph = self.build(passages, base)
         tensors = graph.to_tensors()
-        tensors["node_type"] = torch.cat(
-            [tensors["node_type"], torch.tensor([NODE_TYPE_ID["passage"]])])
-        tensors["num_nodes"] = int(tensors["num_nodes"]) + 1
-        x = torch.cat([feats, feats.new_zeros(1, feats.size(1))])
         index = graph_index(graph)
-        item = ExampleGraph(tensors, x, index["sentence_node"], index["concept_node"], graph)
+        x = None
+        if self.variant not in TEXT_ONLY_VARIANTS:
+            from ..graphs.embed import embed_graph
+
+            x = embed_graph(graph, self.node_encoder, self.tokenizer).vectors
+        if self.builder == "multilevel":
+            no_passage = int(graph.meta["no_passage_node"])
+            words = index["word_node"]
+            passage = index["node_passage"]
+        else:  # a trailing no-passage node
+            no_passage = int(tensors["num_nodes"])
+            tensors["node_type"] = torch.cat(
+                [tensors["node_type"], torch.tensor([NODE_TYPE_ID["passage"]])])
+            tensors["num_nodes"] = no_passage + 1
+            if x is not None:
+                x = torch.cat([x, x.new_zeros(1, x.size(1))])
+            words = index["concept_node"]
+            passage = torch.cat([index["node_passage"], torch.tensor([len(passages)])])
+        item = ExampleGraph(tensors, x, index["sentence_node"], words, graph, no_passage,
+                            passage)
         self._memo[key] = item
         while len(self._memo) > self.memo_size:
             self._memo.popitem(last=False)
@@ -190,19 +202,35 @@ def shuffled_order(n: int, rng: random.Random) -> List[int]:
 def collate_examples(
     provider: Optional[GraphProvider], passages: Sequence[Passages],
     candidates: Sequence[Sequence[str]], gold: Sequence[int], contexts: Sequence[str],
-    tokenizer: Any, max_length: int,
+    tokenizer: Any, max_length: int, bases: Optional[Sequence[Optional[Passages]]] = None,
+    path_hops: int = 2,
 ) -> Dict[str, Any]:
     """
     Flat batch fields for ``B`` examples (candidates already in the order to score them).
 
     Tensor fields: ``cand_input_ids`` / ``cand_attention_mask`` (/ ``cand_token_type_ids``)
-    ``[C, T]`` (Eq. 1 input ``[s_i; x]``, the context truncated from the left),
-    ``cand2example`` ``[C]``, ``gold`` ``[B]`` (-1: label not among the candidates), and with
-    a graph ``graph_x``, ``graph_edge_index``, ``graph_node_type``, ``graph_edge_type``,
-    ``cand_node`` ``[C]``, ``concept_index`` ``[M]``, ``concept_label`` ``[M]``,
-    ``concept2example`` ``[M]``. ``cand_node`` is a zero vector without a graph.
+    ``[C, T]`` (Eq. 1 input ``[s_i; x]``, the context truncated from the left; ``paths``:
+    ``s_i`` followed by its linearized graph paths), ``cand2example`` ``[C]``, ``gold``
+    ``[B]`` (-1: label not among the candidates), and with node features ``graph_x``,
+    ``graph_edge_index``, ``graph_node_type``, ``graph_edge_type``, ``graph_node_passage``
+    (passage ids unique across the batch), ``cand_node`` ``[C]``, ``concept_index`` ``[M]``
+    (multi-level: word nodes), ``concept_label`` ``[M]``, ``concept2example`` ``[M]``,
+    ``no_passage_index`` ``[B]``; ``concept_texts`` (per example, the texts of its
+    ``concept_index`` nodes, in order). ``cand_node`` is a zero vector without features.
     """
-    flat_cands = [c for cands in candidates for c in cands]
+    bases = list(bases) if bases is not None else [None] * len(passages)
+    graphs = ([provider.get(pool, base) for pool, base in zip(passages, bases)]
+              if provider is not None and provider.uses_graph else None)
+    sents = [candidate_sentences(pool, cands) for pool, cands in zip(passages, candidates)]
+    texts = [list(c) for c in candidates]
+    if graphs is not None and provider.variant == "paths":
+        from .selector_paths import linearized_paths
+
+        for b, eg in enumerate(graphs):
+            for i, s in enumerate(sents[b]):
+                paths = linearized_paths(eg.graph, s, path_hops) if s >= 0 else ""
+                texts[b][i] = f"{texts[b][i]} {paths}" if paths else texts[b][i]
+    flat_cands = [c for cands in texts for c in cands]
     flat_ctx = [ctx for ctx, cands in zip(contexts, candidates) for _ in cands]
     side = getattr(tokenizer, "truncation_side", "right")
     tokenizer.truncation_side = "left"  # keep the most recent dialogue turns
@@ -219,33 +247,39 @@ def collate_examples(
     }
     if "token_type_ids" in enc:
         out["cand_token_type_ids"] = enc["token_type_ids"]
-    if provider is None or not provider.uses_graph:
+    if graphs is None or graphs[0].x is None:
         out["cand_node"] = torch.zeros(len(flat_cands), dtype=torch.long)
         return out
     xs, edges, ntypes, etypes, cand_node, concepts, labels, c2e = [], [], [], [], [], [], [], []
-    offset = 0
-    for b, (pool, cands) in enumerate(zip(passages, candidates)):
-        eg = provider.get(pool)
-        sent = candidate_sentences(pool, cands)
+    node_passage, no_passage, concept_texts = [], [], []
+    offset = passage_base = 0
+    for b, (eg, sent) in enumerate(zip(graphs, sents)):
         cand_node += [offset + (int(eg.sentence_node[s]) if s >= 0 else eg.no_passage_node)
                       for s in sent]
         gold_sentences = [sent[gold[b]]] if gold[b] >= 0 and sent[gold[b]] >= 0 else []
         lab = concept_labels(eg.graph, gold_sentences)
         ids = eg.concept_node.tolist()
         concepts += [offset + i for i in ids]
-        labels += [lab[i] for i in ids]
+        labels += [lab.get(i, 0.0) for i in ids]
+        concept_texts.append([eg.graph.nodes[i].text for i in ids])
         c2e += [b] * len(ids)
         xs.append(eg.x)
         edges.append(eg.tensors["edge_index"] + offset)
         ntypes.append(eg.tensors["node_type"])
         etypes.append(eg.tensors["edge_type"])
+        node_passage.append(eg.node_passage + passage_base)
+        passage_base += int(eg.node_passage.max()) + 1
+        no_passage.append(offset + eg.no_passage_node)
         offset += int(eg.tensors["num_nodes"])
     out.update(
         graph_x=torch.cat(xs), graph_edge_index=torch.cat(edges, dim=1),
         graph_node_type=torch.cat(ntypes), graph_edge_type=torch.cat(etypes),
+        graph_node_passage=torch.cat(node_passage),
         cand_node=torch.tensor(cand_node, dtype=torch.long),
         concept_index=torch.tensor(concepts, dtype=torch.long),
         concept_label=torch.tensor(labels, dtype=torch.float),
         concept2example=torch.tensor(c2e, dtype=torch.long),
+        no_passage_index=torch.tensor(no_passage, dtype=torch.long),
+        concept_texts=concept_texts,
     )
     return out

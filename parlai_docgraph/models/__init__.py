@@ -6,6 +6,7 @@ dialog-aware graph selector, and Zhang & Tan's multi-level GAT selector.
 from .common import collate_graphs, graph_index, sample_negatives, segment_log_softmax
 from .egat import EGATConv
 from .multilevel_gat import MultiLevelGAT, MultiLevelOutput, word_selection_targets
+from .multilevel_selector import MultiLevelSelector, MultiLevelSelectorOutput
 from .selector import (
     CONTEXT_EDGE_TYPE, CONTEXT_NODE_TYPE, VARIANTS, DialogAwareSelector, SelectorOutput,
     concept_labels,
@@ -13,7 +14,7 @@ from .selector import (
 
 __all__ = [
     "CONTEXT_EDGE_TYPE", "CONTEXT_NODE_TYPE", "VARIANTS", "DialogAwareSelector", "EGATConv",
-    "MultiLevelGAT", "MultiLevelOutput", "SelectorOutput", "collate_graphs", "concept_labels",
+    "MultiLevelGAT", "MultiLevelOutput", "MultiLevelSelector", "MultiLevelSelectorOutput", "SelectorOutput", "collate_graphs", "concept_labels",
     "graph_index",
     "sample_negatives", "segment_log_softmax", "word_selection_targets",
 ]

