@@ -146,3 +146,23 @@ def test_disk_cache_recomputes_a_corrupt_entry(encoder_and_tokenizer, tmp_path, 
         assert torch.allclose(after[text][0], before[text][0], atol=1e-6)
         assert after[text][1] == before[text][1]
     assert EmbeddingCache(tmp_path, cache.encoder).load(texts[0]) is not None  # rewritten
+
+
+def test_selector_graph_provider_uses_the_disk_cache(encoder_and_tokenizer, tmp_path,
+                                                     monkeypatch):
+    """``--embed-cache``: a second provider (a later run) loads node states from disk."""
+    from parlai_docgraph.agents.selector_batch import GraphProvider
+
+    encoder, tokenizer = encoder_and_tokenizer
+    first = GraphProvider("full", encoder, tokenizer, embed_cache=str(tmp_path))
+    want = first.get(PASSAGES).x
+    assert first.embed_cache.counts["saved"] > 0
+
+    def no_encoder(*args, **kwargs):
+        raise AssertionError("the encoder ran although every state was cached")
+
+    monkeypatch.setattr(encoder, "forward", no_encoder)
+    second = GraphProvider("full", encoder, tokenizer, embed_cache=str(tmp_path))
+    got = second.get(PASSAGES).x
+    assert torch.equal(got, want)
+    assert second.embed_cache.counts["disk"] > 0

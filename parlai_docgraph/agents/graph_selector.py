@@ -142,6 +142,10 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         group.add_argument("--graph-memo-size", type=int, default=256,
                            help="knowledge pools whose graph and node features stay in "
                            "memory (LRU; a WoW pool with MiniLM features is ~1-2 MB)")
+        group.add_argument("--embed-cache", type="bool", default=False,
+                           help="keep the frozen node-encoder states on disk under "
+                           "<datapath>/docgraph_cache/embeddings (keyed by encoder and text; "
+                           "later runs load instead of encoding)")
         group.add_argument("--graph-parser", type=str, default="dep",
                            help="semantic parser of the graph builder (dep, amr)")
         group.add_argument("--shuffle-candidates", type="bool", default=True,
@@ -205,9 +209,14 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         store = None
         if opt.get("graph_cache", "store") == "store":
             store = str(default_store_root(opt["datapath"]))
+        embed_cache = None
+        if node_encoder is not None and opt.get("embed_cache", False):
+            embed_cache = str(default_store_root(opt["datapath"]).parent / "embeddings")
         self.graphs = GraphProvider(variant, node_encoder, self.tokenizer, store,
                                     parser=opt.get("graph_parser", "dep"),
-                                    memo_size=opt.get("graph_memo_size", 256))
+                                    coref=opt.get("graph_coref", "rule"),
+                                    memo_size=opt.get("graph_memo_size", 256),
+                                    embed_cache=embed_cache)
         dim = encoder.config.hidden_size
         if variant == "multilevel":
             return MultiLevelSelector(

@@ -97,6 +97,7 @@ class GraphProvider:
     def __init__(
         self, variant: str, node_encoder: Any, tokenizer: Any, store_root: Optional[str] = None,
         parser: str = "dep", coref: str = "rule", memo_size: int = 256,
+        embed_cache: Optional[str] = None,
     ) -> None:
         check_variant(variant)
         self.variant = variant
@@ -113,6 +114,14 @@ class GraphProvider:
 
             self.store = GraphStore(store_root)
         self.memo_size = memo_size
+        self.embed_cache = None  # folder -> EmbeddingCache on first use (needs the encoder)
+        if embed_cache is not None and node_encoder is not None:
+            from ..graphs.embed import encoder_limit
+            from ..graphs.embed_cache import EmbeddingCache, describe_encoder
+
+            limit = encoder_limit(node_encoder, tokenizer, None)
+            self.embed_cache = EmbeddingCache(
+                embed_cache, describe_encoder(node_encoder, tokenizer, limit))
         self._memo: "OrderedDict[str, ExampleGraph]" = OrderedDict()
         self.extended = 0  # graphs made by DocumentGraph.extend (per_turn background)
 
@@ -170,7 +179,8 @@ class GraphProvider:
         if self.variant not in TEXT_ONLY_VARIANTS:
             from ..graphs.embed import embed_graph
 
-            x = embed_graph(graph, self.node_encoder, self.tokenizer).vectors
+            x = embed_graph(graph, self.node_encoder, self.tokenizer,
+                            cache=self.embed_cache).vectors
         if self.builder == "multilevel":
             no_passage = int(graph.meta["no_passage_node"])
             words = index["word_node"]

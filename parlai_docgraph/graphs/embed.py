@@ -40,7 +40,7 @@ class NodeEmbeddings:
     fallback: List[Tuple[int, int]] = field(default_factory=list)
 
 
-def _limit(encoder: Any, tokenizer: Any, max_length: Optional[int]) -> int:
+def encoder_limit(encoder: Any, tokenizer: Any, max_length: Optional[int]) -> int:
     """The token limit: explicit, else the smaller of tokenizer and position limits."""
     if max_length is not None:
         return max_length
@@ -62,7 +62,7 @@ def encode_texts(
 
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError("embed_graph needs a fast tokenizer (character offsets)")
-    limit = _limit(encoder, tokenizer, max_length)
+    limit = encoder_limit(encoder, tokenizer, max_length)
     if cache is not None and not isinstance(cache, EmbeddingCache):
         cache = EmbeddingCache(cache, describe_encoder(encoder, tokenizer, limit))
     out: Dict[str, Tuple[Any, List[Tuple[int, int]]]] = {}
