@@ -33,10 +33,16 @@ dev: $(STAMP)
 	cp parlai_docgraph_hook.pth "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
 
 demo: install
-	$(BIN)/parlai display_data -t docgraph:sample -n 3 --datapath $(DATA)
 	$(BIN)/parlai verify_data -t docgraph:sample --datapath $(DATA)
-	$(BIN)/parlai display_data -t docgraph:sample_kg -n 3 --datapath $(DATA)
 	$(BIN)/parlai verify_data -t docgraph:sample_kg --datapath $(DATA)
+	@echo "== train (zoo:docgraph/sample/model is built from its bundled recipe on first use) and evaluate on the test split"
+	$(BIN)/parlai eval_model -mf zoo:docgraph/sample/model -t docgraph:sample -dt test -bs 8 \
+		--inference greedy --datapath $(DATA)
+	@echo "== one scripted interactive turn over parlai_docgraph/assets/demo_document.md"
+	printf 'Why did keepers on rock stations live without their families?\n[EXIT]\n' | \
+		$(BIN)/parlai interactive -mf zoo:docgraph/sample/model --datapath $(DATA) \
+		--documents parlai_docgraph/assets/demo_document.md --show-graph $(DATA)/demo_graph.html
+	@echo "== graph of the last turn: $(DATA)/demo_graph.html"
 
 test: install
 	$(BIN)/pytest -q tests

@@ -307,3 +307,78 @@ def test_stock_parlai_resolves_the_responder():
 
     assert load_agent_module("docgraph/gpt2_responder") is GPT2ResponderAgent
     assert Gpt2ResponderAgent is GPT2ResponderAgent
+
+
+# ----------------------------------------------------------------------------- ROUGE
+
+
+def _responder_agent(datapath, *args):
+    from parlai.core.agents import create_agent
+    from parlai.core.params import ParlaiParser
+
+    parser = ParlaiParser(True, True)
+    opt = parser.parse_args(
+        ["-m", "docgraph/gpt2_responder", "--responder-model", "tiny", "-dt", "valid",
+         "--datapath", str(datapath), "--inference", "greedy", *args])
+    return create_agent(opt)
+
+
+def test_rouge_of_generated_replies_multi_reference_max(datapath):
+    """``rouge_*`` of each generated reply: max over ``multi_eval_labels`` (Holl-E) or labels."""
+    from parlai.core.message import Message
+
+    from parlai_docgraph.text_metrics import rouge
+
+    agent = _responder_agent(datapath)
+    refs = ["the lighthouse stands on the rocks", "a tower was built in 1882 by douglass"]
+    base = {"text": "tell me about the lighthouse", "title": "Eddystone",
+            "checked_sentence": "It was first lit in 1882.", "episode_done": True}
+    for extra, expected_refs in (
+        ({"eval_labels": [refs[0]]}, [refs[0]]),
+        ({"eval_labels": [refs[0]], "multi_eval_labels": refs}, refs),
+    ):
+        agent.reset()
+        agent.observe(Message({**base, **extra}))
+        reply = agent.act()
+        text = reply["text"]
+        expected = rouge(text, expected_refs)
+        for name in ("rouge_1", "rouge_2", "rouge_L"):
+            assert reply["metrics"][name].value() == pytest.approx(expected[name]), name
+    # the max over references is at least the score against each single reference
+    single = rouge(text, [refs[1]])
+    assert reply["metrics"]["rouge_1"].value() >= single["rouge_1"] - 1e-9
+
+
+def test_rouge_reaches_one_on_a_copied_reference(datapath):
+    """The metric is not a constant: a reply identical to the reference scores 1.0."""
+    from parlai.core.message import Message
+
+    agent = _responder_agent(datapath)
+    agent.observe(Message({"text": "hi", "checked_sentence": "x", "episode_done": True,
+                           "eval_labels": ["placeholder"]}))
+    text = agent.act()["text"]
+    assert text.strip(), "greedy decoding of the tiny model produced nothing"
+    agent.reset()
+    agent.observe(Message({"text": "hi", "checked_sentence": "x", "episode_done": True,
+                           "eval_labels": [text]}))
+    reply = agent.act()
+    assert reply["text"] == text
+    assert reply["metrics"]["rouge_1"].value() == pytest.approx(1.0)
+    assert reply["metrics"]["rouge_L"].value() == pytest.approx(1.0)
+
+
+def test_selected_knowledge_changes_the_generation_prompt_not_the_loss(datapath):
+    """The pipeline's ``selected_knowledge`` feeds generation; ppl keeps the gold knowledge."""
+    from parlai.core.message import Message
+
+    agent = _responder_agent(datapath, "--skip-generation", "false")
+    msg = {"text": "tell me more", "title": "Eddystone", "checked_sentence": "It was lit in 1882.",
+           "eval_labels": ["it was lit in 1882"], "episode_done": True}
+    obs = agent.observe(Message(msg))
+    gold_prompt = [int(i) for i in obs["text_vec"]]
+    obs.force_set("selected_knowledge", {"title": "Bach", "sentence": "He was a composer."})
+    batch = agent.batchify([obs])
+    assert batch["responder_prompts"][0] == gold_prompt
+    gen = batch["responder_gen_prompts"][0]
+    assert gen != gold_prompt
+    assert agent.dict.vec2txt(gen).startswith("Bach: He was a composer.")

@@ -3,8 +3,52 @@ Catalogue of parlai-docgraph zoo models, in the format of ``parlai/zoo/model_lis
 (``title``, ``id``, ``path``, ``agent``, ``task``, ``project``, ``description``,
 ``example``, ``result``).
 
-Empty until a trained checkpoint exists: an entry is added together with the model it
-describes and the command that produced its ``result``.
+``result`` is what the ``example`` command printed when the entry was written; an entry
+whose checkpoint is not published says so (its ``download`` raises ``NotReleasedYet``).
 """
 
-model_list = []
+model_list = [
+    {
+        "title": "docgraph pipeline trained on the bundled sample",
+        "id": "docgraph",
+        "path": "zoo:docgraph/sample/model",
+        "agent": "docgraph",
+        "task": "docgraph:sample",
+        "project": "parlai_docgraph",
+        "description": (
+            "Li et al. (2022) pipeline: dialog-aware graph selector (MiniLM encoder, EGAT over "
+            "the document semantic graph) then the bundled tiny GPT-2 responder, each trained "
+            "on the 92 training turns of docgraph:sample with fixed seeds. Built offline on "
+            "first use from the recipe in parlai_docgraph/zoo/sample.py (a few minutes on "
+            "2 CPU cores). A smoke-test model, not a research result."
+        ),
+        "example": (
+            "parlai eval_model -mf zoo:docgraph/sample/model -t docgraph:sample -dt valid"
+        ),
+        "result": "see README (figures measured with make demo)",
+    },
+    {
+        "title": "docgraph pipeline trained on Wizard of Wikipedia",
+        "id": "docgraph",
+        "path": "zoo:docgraph/wow/model",
+        "agent": "docgraph",
+        "task": "docgraph:wow",
+        "project": "parlai_docgraph",
+        "description": "not released yet: the download path is ready (sha256, versioned "
+        ".built), no checkpoint has been published",
+        "example": "parlai eval_model -mf zoo:docgraph/wow/model -t docgraph:wow:topic_split",
+        "result": "not released yet",
+    },
+    {
+        "title": "docgraph pipeline trained on Holl-E",
+        "id": "docgraph",
+        "path": "zoo:docgraph/holle/model",
+        "agent": "docgraph",
+        "task": "docgraph:holle",
+        "project": "parlai_docgraph",
+        "description": "not released yet: the download path is ready (sha256, versioned "
+        ".built), no checkpoint has been published",
+        "example": "parlai eval_model -mf zoo:docgraph/holle/model -t docgraph:holle:multi",
+        "result": "not released yet",
+    },
+]

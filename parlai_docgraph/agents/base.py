@@ -4,7 +4,6 @@ Behaviour every parlai-docgraph agent shares.
 
 from __future__ import annotations
 
-from typing import Optional
 
 from parlai.core.opt import Opt
 
@@ -49,17 +48,3 @@ class FullyQualifiedOptMixin:
     def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
         opt_from_disk = super().upgrade_opt(opt_from_disk)
         return cls.qualify_opt(opt_from_disk)
-
-
-class NotBuiltYet(NotImplementedError):
-    """
-    Raised by an agent whose model is not part of this release yet.
-    """
-
-    def __init__(self, agent: str, what: str, issue: Optional[int] = None) -> None:
-        where = f" (tracked in issue #{issue})" if issue else ""
-        super().__init__(
-            f"{agent}: {what} is not part of this version of parlai-docgraph yet{where}. "
-            f"The name resolves so commands and saved opts stay valid, but nothing is "
-            f"trained or predicted."
-        )

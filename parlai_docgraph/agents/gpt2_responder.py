@@ -24,6 +24,13 @@ Eq. 9) with any Hugging Face causal LM.
   defaults here, 20 and 0.95, are the paper's sampler; ``--topp 1`` gives plain top-k),
   ``nucleus`` (top-p ``--topp`` only). ``--beam-block-ngram`` and the delayed-beam
   variants are not supported (delayed variants fall back to ``beam``).
+* ROUGE: every generated reply is scored against its references with
+  :func:`parlai_docgraph.text_metrics.rouge` (``rouge-score`` F-measures) and reported as
+  ``rouge_1``, ``rouge_2``, ``rouge_L``; with several references (Holl-E's
+  ``multi_eval_labels``, or several ``eval_labels``) each figure is the maximum over them.
+* Selected knowledge: a message may carry ``selected_knowledge`` (``{"title", "sentence"}``,
+  set by the ``-m docgraph`` pipeline after its selector ran). Loss and ``ppl`` still use
+  the gold knowledge (teacher forcing); generation then reads the *selected* sentence.
 * Saving writes ``<model_file>.hf/`` (the LM's ``config.json`` + tokenizer files) beside
   the checkpoint, so ``-mf`` reloads offline without the original source.
 """
@@ -40,6 +47,7 @@ import torch
 from parlai.core.agents import Agent
 from parlai.core.dict import DictionaryAgent
 from parlai.core.metrics import AverageMetric
+from parlai.core.torch_agent import Output
 from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 from parlai.core.torch_generator_agent import PPLMetric, TorchGeneratorAgent
@@ -66,13 +74,32 @@ def knowledge_text(obs) -> str:
     """
     ``"title: checked sentence"`` from the message, ``no_passages_used`` without one.
     """
-    sentence = (obs.get("checked_sentence") or "").strip()
-    title = (obs.get("title") or "").strip()
+    return format_knowledge(obs.get("title"), obs.get("checked_sentence"))
+
+
+def format_knowledge(title: Optional[str], sentence: Optional[str]) -> str:
+    """
+    ``"title: sentence"``; ``no_passages_used`` for an empty or no-passage sentence.
+    """
+    sentence = (sentence or "").strip()
+    title = (title or "").strip()
     if not sentence or sentence == NO_PASSAGE:
         return NO_PASSAGE
     if title and title != NO_PASSAGE:
         return f"{title}: {sentence}"
     return sentence
+
+
+def reply_references(obs) -> List[str]:
+    """
+    The references a reply is scored against: ``multi_eval_labels`` (Holl-E's multi-reference
+    test) when present, else every label of the message.
+    """
+    for key in ("multi_eval_labels", "eval_labels", "labels"):
+        refs = [r for r in (obs.get(key) or ()) if isinstance(r, str) and r.strip()]
+        if refs:
+            return refs
+    return []
 
 
 class ResponderDictionaryAgent(DictionaryAgent):
@@ -307,7 +334,21 @@ class GPT2ResponderAgent(FullyQualifiedOptMixin, TorchGeneratorAgent):
             field = "labels_vec" if any("labels_vec" in ex for ex in exs) else "eval_labels_vec"
             targets = [[int(i) for i in ex.get(field, [])] for ex in exs]
         batch["responder_targets"] = targets
+        batch["responder_gen_prompts"] = [self._generation_prompt(ex) for ex in exs]
+        batch["responder_refs"] = [reply_references(ex) for ex in exs]
         return batch
+
+    def _generation_prompt(self, ex) -> List[int]:
+        """
+        The prompt generation reads: the message's ``text_vec`` (gold knowledge), or, when
+        the pipeline set ``selected_knowledge``, the same context with that sentence.
+        """
+        selected = ex.get("selected_knowledge")
+        if not selected:
+            return [int(i) for i in ex["text_vec"]]
+        knowledge = format_knowledge(selected.get("title"), selected.get("sentence"))
+        context = self.dict.txt2vec(ex.get("full_text") or ex.get("text") or "")
+        return self._responder().build_prompt(self.dict.txt2vec(knowledge), context)
 
     def _batch_pairs(self, batch) -> Tuple[List[List[int]], Optional[List[List[int]]]]:
         return batch["responder_prompts"], batch.get("responder_targets")
@@ -332,6 +373,34 @@ class GPT2ResponderAgent(FullyQualifiedOptMixin, TorchGeneratorAgent):
         if return_output:
             return loss, (loss_per_token, preds)
         return loss
+
+    # ------------------------------------------------------------------ evaluation
+    def eval_step(self, batch):
+        """
+        ParlAI's evaluation (loss, ``ppl``, generation), plus ROUGE-1/2/L of each generated
+        reply: the maximum F-measure over the message's references.
+        """
+        output = super().eval_step(batch)
+        if output is None or not output.text or not batch.get("responder_refs"):
+            return output
+        self._record_rouge(batch, output)
+        return output
+
+    def _record_rouge(self, batch, output: Output) -> None:
+        from parlai_docgraph.text_metrics import ROUGE_KEYS, rouge
+
+        values = {name: [] for name in ROUGE_KEYS.values()}
+        scored = False
+        for refs, text in zip(batch["responder_refs"], output.text):
+            scores = rouge(text or "", refs) if refs and text is not None else None
+            scored = scored or scores is not None
+            for name in values:
+                # AverageMetric(0, 0) adds nothing to the mean: no reference to score against
+                values[name].append(
+                    AverageMetric(scores[name]) if scores else AverageMetric(0, 0))
+        if scored:
+            for name, vals in values.items():
+                self.record_local_metric(name, vals)
 
     # ------------------------------------------------------------------ generation
     def _generation_config(self, beam_size: int, max_ts: int):
@@ -361,7 +430,7 @@ class GPT2ResponderAgent(FullyQualifiedOptMixin, TorchGeneratorAgent):
     def _generate(self, batch, beam_size, max_ts, prefix_tokens=None):
         if prefix_tokens is not None:
             raise NotImplementedError("prefix tokens are not supported by the responder")
-        prompts, _ = self._batch_pairs(batch)
+        prompts = batch.get("responder_gen_prompts") or self._batch_pairs(batch)[0]
         config = self._generation_config(beam_size, max_ts)
         results = self._responder().generate(prompts, config)
         beam_preds_scores, beams = [], []

@@ -57,7 +57,7 @@ from ..graphs.cache import default_store_root
 from .base import FullyQualifiedOptMixin
 from .selector_background import BACKGROUNDS, EpisodeBackground
 from .selector_batch import (
-    PENDING_VARIANTS, TEXT_ONLY_VARIANTS, VARIANT_BUILD_OPTIONS, GraphProvider, check_variant,
+    TEXT_ONLY_VARIANTS, VARIANT_BUILD_OPTIONS, GraphProvider, check_variant,
     collate_examples, message_passages, shuffled_order,
 )
 from .selector_eval import concept_metrics, ranking_replies, top_concepts
@@ -83,7 +83,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         group = parser.add_argument_group("docgraph graph selector (Li et al. 2022)")
         group.add_argument(
             "--graph-variant", type=str, default="full",
-            choices=list(VARIANT_BUILD_OPTIONS) + list(PENDING_VARIANTS),
+            choices=list(VARIANT_BUILD_OPTIONS),
             help="full: semantic graph (concepts, role edges, coreference); sentence: passage "
             "and sentence nodes only; coref: no role edges; homogeneous: one node and edge "
             "type (Li Table 7); multilevel: Zhang & Tan's topic/segment/word graph with GAT + "

@@ -38,19 +38,13 @@ VARIANT_BUILD_OPTIONS: Dict[str, Optional[Dict[str, Any]]] = {
 }
 #: Variants whose model reads no node features (``paths`` reads the graph as text).
 TEXT_ONLY_VARIANTS = ("paths", "none")
-#: Variants of issue 5 this agent does not run yet.
-PENDING_VARIANTS: Tuple[str, ...] = ()
 
 
 def check_variant(variant: str) -> None:
-    """``NotImplementedError`` naming a variant of issue 5 not built here; ``ValueError`` else."""
-    if variant in PENDING_VARIANTS:
-        raise NotImplementedError(
-            f"--graph-variant {variant} is not implemented in GraphSelectorAgent yet "
-            f"(issue #5); use one of {', '.join(VARIANT_BUILD_OPTIONS)}")
+    """``ValueError`` naming the choices when ``variant`` is not a known graph variant."""
     if variant not in VARIANT_BUILD_OPTIONS:
         raise ValueError(f"unknown --graph-variant {variant!r}; choose from "
-                         f"{', '.join(tuple(VARIANT_BUILD_OPTIONS) + PENDING_VARIANTS)}")
+                         f"{', '.join(VARIANT_BUILD_OPTIONS)}")
 
 
 @dataclass

@@ -1,0 +1,154 @@
+"""
+Interactive use of the ``-m docgraph`` pipeline over the user's own documents.
+
+* :func:`read_document`: one text / Markdown file -> passages. Paragraphs (blocks separated
+  by blank lines) are passages; a paragraph's title is its Markdown heading (``# ...``) or,
+  failing that, the document's title: its first heading, else its first line when that
+  line is short and has no final punctuation, else the file name. Sentences are split by
+  spaCy's rule-based ``sentencizer``.
+* :func:`load_documents`: several files; a missing, unreadable or empty one yields a clear
+  message instead of stopping the session.
+* :func:`check_user_text`: empty and over-long user turns.
+* :func:`write_turn_graph`: the document graph (:mod:`parlai_docgraph.graphs.semantic`) of the
+  last turn as HTML (:mod:`parlai_docgraph.graphs.render`), the selected sentence and the
+  top concepts highlighted, written atomically.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..atomic import write_text_atomic
+
+Passages = List[Tuple[str, List[str]]]
+HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+TITLE_MAX_CHARS = 80
+
+
+@lru_cache(maxsize=1)
+def _sentencizer():
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def split_sentences(text: str) -> List[str]:
+    """The sentences of ``text`` (spaCy's punctuation-based ``sentencizer``)."""
+    text = " ".join(text.split())
+    return [s.text.strip() for s in _sentencizer()(text).sents if s.text.strip()]
+
+
+def _looks_like_title(line: str) -> bool:
+    line = line.strip()
+    return 0 < len(line) <= TITLE_MAX_CHARS and line[-1] not in ".!?;:,"
+
+
+def read_document(path: str) -> Passages:
+    """
+    ``[(title, [sentence, ...]), ...]`` of one document (see the module docstring).
+    ``FileNotFoundError`` / ``ValueError`` (no text) name the file.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    blocks = [b.strip("\n") for b in re.split(r"\n\s*\n", text) if b.strip()]
+    if not blocks:
+        raise ValueError(f"{path}: the document has no text")
+    doc_title = Path(path).stem
+    first = blocks[0].splitlines()[0]
+    heading = HEADING.match(first)
+    if heading:
+        doc_title = heading.group(1)
+    elif _looks_like_title(first):
+        doc_title = first.strip()
+    passages: Passages = []
+    title = doc_title
+    for block in blocks:
+        lines = block.splitlines()
+        heading = HEADING.match(lines[0])
+        if heading:
+            title = heading.group(1) or doc_title
+            lines = lines[1:]
+        elif block is blocks[0] and _looks_like_title(lines[0]) and len(lines) > 1:
+            lines = lines[1:]
+        elif block is blocks[0] and _looks_like_title(lines[0]):
+            continue  # a title line alone
+        sentences = split_sentences(" ".join(lines))
+        if sentences:
+            passages.append((title, sentences))
+    if not passages:
+        raise ValueError(f"{path}: the document has headings but no sentences")
+    return passages
+
+
+def load_documents(paths: Sequence[str]) -> Tuple[Passages, List[str]]:
+    """
+    The passages of every readable document in ``paths`` and one message per document
+    that could not be used (missing, unreadable, empty); never raises for a bad file.
+    """
+    passages: Passages = []
+    problems: List[str] = []
+    for path in paths:
+        path = os.path.expanduser(path)
+        if not os.path.isfile(path):
+            problems.append(f"document not found: {path} (skipped)")
+            continue
+        try:
+            passages.extend(read_document(path))
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            problems.append(f"document not used: {err}")
+    return passages, problems
+
+
+def check_user_text(text: Optional[str], max_chars: int) -> Tuple[Optional[str], Optional[str]]:
+    """
+    ``(text to use, note for the user)``: ``(None, note)`` for an empty turn; a turn
+    longer than ``max_chars`` keeps its last ``max_chars`` characters (the latest words
+    matter most to the context encoder) and says so.
+    """
+    text = (text or "").strip()
+    if not text:
+        return None, "empty message: type a question or a remark ([DONE] ends the chat)"
+    if max_chars > 0 and len(text) > max_chars:
+        return text[-max_chars:], (
+            f"your message has {len(text)} characters; only its last {max_chars} are used "
+            f"(--interactive-max-chars)")
+    return text, None
+
+
+def _sentence_node(graph: Any, sentence: str) -> Optional[int]:
+    for node in graph.nodes:
+        if node.type == "sentence" and node.text.strip() == sentence.strip():
+            return node.id
+    return None
+
+
+def write_turn_graph(graph: Any, path: str, selection: Dict[str, Any], user_text: str,
+                     reply: str) -> Path:
+    """
+    Write the HTML of ``graph`` to ``path``: the selected sentence node and the nodes of
+    the top concepts highlighted, the turn in the caption.
+    """
+    from ..graphs.render import render_html
+
+    concepts = {c.lower() for c in selection.get("top_concepts") or []}
+    chosen = [n.id for n in graph.nodes if n.type != "sentence" and n.text.lower() in concepts]
+    node = _sentence_node(graph, selection.get("sentence") or "")
+    if node is not None:
+        chosen.append(node)
+    caption = (f"user: {user_text} | selected: {selection.get('sentence')} | "
+               f"concepts: {', '.join(selection.get('top_concepts') or []) or '-'} | "
+               f"reply: {reply}")
+    page = render_html(graph, selected=chosen, title="docgraph: last turn", caption=caption)
+    return write_text_atomic(path, page)
+
+
+def build_graph(passages: Passages) -> Any:
+    """The Li et al. document semantic graph of ``passages`` (dependency parser)."""
+    from ..graphs.semantic import build_document_graph
+
+    return build_document_graph([(t, list(s)) for t, s in passages])

