@@ -25,13 +25,12 @@ Output is deterministic for a given ``tokenizers`` version (fixed, ordered corpu
 
 from __future__ import annotations
 
-import argparse
-import filecmp
 import json
 import os
 import sys
-import tempfile
 from typing import List
+
+from parlai_docgraph.assets.regen import regen_main, stale_files
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "tiny_t5")
@@ -152,32 +151,11 @@ def build(out_dir: str) -> None:
 
 def check(out_dir: str = OUT) -> List[str]:
     """Names of the shipped files that a fresh build does not reproduce byte for byte."""
-    with tempfile.TemporaryDirectory() as tmp:
-        build(tmp)
-        return [
-            n
-            for n in FILES
-            if not os.path.exists(os.path.join(out_dir, n))
-            or not filecmp.cmp(os.path.join(tmp, n), os.path.join(out_dir, n), shallow=False)
-        ]
+    return stale_files(build, FILES, out_dir)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    parser.add_argument("--check", action="store_true", help="compare, do not write")
-    parser.add_argument("--out", default=OUT)
-    args = parser.parse_args(argv)
-    if args.check:
-        bad = check(args.out)
-        if bad:
-            print(f"tiny_t5 assets out of date: {', '.join(bad)}", file=sys.stderr)
-            return 1
-        print("tiny_t5 assets up to date")
-        return 0
-    build(args.out)
-    size = sum(os.path.getsize(os.path.join(args.out, n)) for n in FILES)
-    print(f"wrote {args.out} ({size // 1024} KB)")
-    return 0
+    return regen_main("tiny_t5", __doc__.splitlines()[1], build, FILES, OUT, argv)
 
 
 if __name__ == "__main__":

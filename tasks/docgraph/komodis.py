@@ -39,7 +39,7 @@ from parlai.utils import logging
 from .base import DocgraphDialogTeacher
 from .build import raw_file
 from .candidates import add_candidate_args, example_rng, sample_candidates
-from .opendialkg import add_kg_candidate_args, kg_candidate_kwargs
+from .kg_candidates import KgCandidatesMixin, add_kg_candidate_args, kg_candidate_kwargs
 from .readers.komodis import SPLIT_FILE_NAME, dialogue_episodes, load_split, read_komodis
 
 from parlai_docgraph.kg import fields as kg_fields
@@ -61,7 +61,7 @@ def _name_linker(path: str, mtime_ns: int, size: int):
     return EntityLinker(sorted(names))
 
 
-class KomodisTeacher(DocgraphDialogTeacher):
+class KomodisTeacher(KgCandidatesMixin, DocgraphDialogTeacher):
     """
     KOMODIS with its facts, attitudes and per-dialogue KG.
     """
@@ -89,29 +89,16 @@ class KomodisTeacher(DocgraphDialogTeacher):
         self.id = "komodis"
         super().__init__(opt, shared)
 
-    def with_candidates(self, msg):
+    def turn_kg(self, msg):
         """
-        ``msg`` plus its turn's candidate fields, computed on demand from ``kg_history``
-        over the dialogue's own KG (``kg_triples``), with one linker over every KG name of
-        ``dataset.json`` (built once per process); nothing of the response is used.
+        The dialogue's own KG (``kg_triples``) and one linker over every KG name of
+        ``dataset.json`` (built once per process).
         """
-        if not self.kg_candidates or "kg_history" not in msg or "kg_candidates" in msg:
-            return msg
         from parlai_docgraph.kg.store import KnowledgeGraph
 
         st = os.stat(self.kg_datafile)
         linker = _name_linker(os.path.abspath(self.kg_datafile), st.st_mtime_ns, st.st_size)
-        kg = KnowledgeGraph.from_triples(msg["kg_triples"], reverse_prefix=None)
-        gold = [kg_fields.json_to_path(p) for p in msg["kg_gold_paths"]]
-        msg.update(kg_fields.candidate_fields(kg, linker, msg["kg_history"], gold, **self.kg_kwargs))
-        return msg
-
-    def get(self, episode_idx, entry_idx=0):
-        return self.with_candidates(super().get(episode_idx, entry_idx))
-
-    def next_example(self):
-        action, epoch_done = super().next_example()  # stream mode bypasses get()
-        return self.with_candidates(action), epoch_done
+        return KnowledgeGraph.from_triples(msg["kg_triples"], reverse_prefix=None), linker
 
     def count_options(self) -> tuple:
         # every split reads the same dataset.json: the split (and the shipped id lists

@@ -43,6 +43,7 @@ from parlai.utils import logging
 from .base import DocgraphDialogTeacher
 from .build import SAMPLE_DATAPATH, raw_file
 from .candidates import add_candidate_args, example_rng, sample_candidates
+from .kg_candidates import KgCandidatesMixin, add_kg_candidate_args, kg_candidate_kwargs
 from .readers.opendialkg import assistant_turns, read_opendialkg, split_rows
 
 from parlai_docgraph.kg import fields as kg_fields
@@ -53,37 +54,6 @@ TRIPLES_NAME = "opendialkg_triples.txt"
 
 def _triples(triples) -> List[List[str]]:
     return [list(t) for t in triples]
-
-
-def add_kg_candidate_args(group) -> None:
-    """Options of the per-turn candidate subgraph (shared with the KOMODIS teacher)."""
-    group.add_argument(
-        "--kg-candidates", type="bool", default=True,
-        help="attach DialogGSR's per-turn candidate paths (k-hop ego graph of the entities "
-        "linked in the history only), Katz scores and the gold path index to each message",
-    )
-    group.add_argument("--kg-hops", type=int, default=2, help="K: longest candidate path, in hops")
-    group.add_argument(
-        "--kg-katz-beta", type=float, default=kg_fields.DEFAULT_BETA,
-        help="beta of the Katz scores put on the message (Eq. 6)",
-    )
-    group.add_argument(
-        "--kg-max-paths-per-entity", type=int, default=100,
-        help="candidate paths per mentioned entity and hop count",
-    )
-    group.add_argument(
-        "--kg-max-per-relation", type=int, default=10,
-        help="neighbours kept per (entity, relation) when expanding",
-    )
-
-
-def kg_candidate_kwargs(opt: Opt) -> dict:
-    return dict(
-        hops=int(opt.get("kg_hops", 2)),
-        beta=float(opt.get("kg_katz_beta", kg_fields.DEFAULT_BETA)),
-        max_paths_per_entity=int(opt.get("kg_max_paths_per_entity", 100)),
-        max_per_relation=int(opt.get("kg_max_per_relation", 10)),
-    )
 
 
 def gold_paths(turn) -> list:
@@ -97,7 +67,7 @@ def gold_paths(turn) -> list:
     return out
 
 
-class OpendialkgTeacher(DocgraphDialogTeacher):
+class OpendialkgTeacher(KgCandidatesMixin, DocgraphDialogTeacher):
     """
     OpenDialKG (Moon et al., 2019), one example per assistant turn, with gold KG paths.
     """
@@ -131,25 +101,9 @@ class OpendialkgTeacher(DocgraphDialogTeacher):
         shared["kg_file"] = self.kg_file
         return shared
 
-    def with_candidates(self, msg):
-        """
-        ``msg`` plus the candidate fields of its turn, computed from ``kg_history`` (the
-        turns before the response) on demand: OpenDialKG's ~91k turns x ~100 paths would
-        not fit in memory, and computing them all at start-up would take many minutes.
-        """
-        if not self.kg_candidates or "kg_history" not in msg or "kg_candidates" in msg:
-            return msg
-        kg, linker = kg_fields.load_kg(self.kg_file)
-        gold = [kg_fields.json_to_path(p) for p in msg["kg_gold_paths"]]
-        msg.update(kg_fields.candidate_fields(kg, linker, msg["kg_history"], gold, **self.kg_kwargs))
-        return msg
-
-    def get(self, episode_idx, entry_idx=0):
-        return self.with_candidates(super().get(episode_idx, entry_idx))
-
-    def next_example(self):
-        action, epoch_done = super().next_example()  # stream mode bypasses get()
-        return self.with_candidates(action), epoch_done
+    def turn_kg(self, msg):
+        """The full OpenDialKG KG and its linker (loaded once per process and file)."""
+        return kg_fields.load_kg(self.kg_file)
 
     def locate(self, opt: Opt) -> Tuple[str, str]:
         """
