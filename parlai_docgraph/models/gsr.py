@@ -28,8 +28,9 @@ import torch
 from torch import nn
 
 from ..env import offline
+from . import hub
 
-TINY = "tiny"
+TINY = hub.TINY
 TINY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "tiny_t5")
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 MASK_TOKEN = "<extra_id_0>"
@@ -41,29 +42,13 @@ class GSRUnavailable(RuntimeError):
 
 
 def resolve_source(name: str, datapath: Optional[str] = None) -> str:
-    """``tiny`` -> the bundled dir; ``<datapath>/hf/<name>`` if it has a config; else ``name``."""
-    if name == TINY:
-        return TINY_DIR
-    if os.path.isdir(name):
-        return name
-    if datapath:
-        local = os.path.join(datapath, "hf", name)
-        if os.path.isfile(os.path.join(local, "config.json")):
-            return local
-    return name
+    """``--gsr-model`` -> a directory or hub name (see :func:`.hub.resolve_source`)."""
+    return hub.resolve_source(name, TINY_DIR, datapath)
 
 
 def _unavailable(name: str, datapath: Optional[str], error: Exception) -> GSRUnavailable:
-    where = os.path.join(datapath, "hf", name) if datapath else "<datapath>/hf/" + name
-    mode = "offline (PARLAI_DOCGRAPH_OFFLINE, HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set)" if offline() else "online"
-    return GSRUnavailable(
-        f"--gsr-model {name!r} could not be loaded {mode}: not a local directory and not in "
-        f"the Hugging Face cache ({type(error).__name__}: {error}).\n"
-        f"Either (1) fetch it once with network access: `hf download {name}`, then rerun; "
-        f"or (2) put config.json, model.safetensors (or pytorch_model.bin) and the tokenizer "
-        f"files (tokenizer.json or spiece.model) in {where} or any directory and pass "
-        f"--gsr-model /that/directory; or (3) use the bundled offline model: --gsr-model tiny."
-    )
+    return GSRUnavailable(hub.unavailable_message(
+        "--gsr-model", name, datapath, error, "tokenizer.json or spiece.model"))
 
 
 def load_tokenizer(name: str, datapath: Optional[str] = None, extra_special: Sequence[str] = ()):

@@ -35,8 +35,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..env import offline
+from . import hub
 
-TINY = "tiny"
+TINY = hub.TINY
 TINY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "tiny_gpt2")
 WEIGHT_FILES = (
     "model.safetensors",
@@ -60,19 +61,8 @@ class ResponderUnavailable(RuntimeError):
 
 
 def resolve_source(name: str, datapath: Optional[str] = None) -> str:
-    """
-    ``tiny`` -> the bundled directory; ``<datapath>/hf/<name>`` when that directory has a
-    ``config.json`` (ParlAI PR #3027's offline layout); otherwise ``name`` unchanged.
-    """
-    if name == TINY:
-        return TINY_DIR
-    if os.path.isdir(name):
-        return name
-    if datapath:
-        local = os.path.join(datapath, "hf", name)
-        if os.path.isfile(os.path.join(local, "config.json")):
-            return local
-    return name
+    """``--responder-model`` -> a directory or hub name (see :func:`.hub.resolve_source`)."""
+    return hub.resolve_source(name, TINY_DIR, datapath)
 
 
 def has_weights(directory: str) -> bool:
@@ -80,20 +70,8 @@ def has_weights(directory: str) -> bool:
 
 
 def _unavailable(name: str, datapath: Optional[str], error: Exception) -> ResponderUnavailable:
-    where = os.path.join(datapath, "hf", name) if datapath else "<datapath>/hf/" + name
-    mode = "offline (PARLAI_DOCGRAPH_OFFLINE, HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set)" if offline() else "online"
-    return ResponderUnavailable(
-        f"responder model {name!r} could not be loaded {mode}: it is not a local directory "
-        f"and not in the Hugging Face cache ({type(error).__name__}: {error}).\n"
-        f"Either (1) fetch it once with network access: "
-        f"`hf download {name}` (older huggingface_hub: `huggingface-cli download {name}`; or `python -c \"from transformers import "
-        f"AutoModelForCausalLM, AutoTokenizer; AutoModelForCausalLM.from_pretrained('{name}'); "
-        f"AutoTokenizer.from_pretrained('{name}')\"`), then rerun; "
-        f"or (2) put config.json, model.safetensors (or pytorch_model.bin) and the tokenizer "
-        f"files (tokenizer.json, or vocab.json + merges.txt) in {where} or any directory and "
-        f"pass --responder-model /that/directory; "
-        f"or (3) use the bundled offline model: --responder-model tiny."
-    )
+    return ResponderUnavailable(hub.unavailable_message(
+        "--responder-model", name, datapath, error, "tokenizer.json, or vocab.json + merges.txt"))
 
 
 def load_tokenizer(name: str, datapath: Optional[str] = None):
