@@ -177,3 +177,13 @@ def test_chat_without_documents_says_so_once(model_file, tmp_path, monkeypatch, 
                 "-mf", model_file, "--datapath", str(tmp_path / "data"))
     assert out.count("no documents: replies use no knowledge") == 1
     assert out.count("[Docgraph]:") == 2 and "[selected_sentence]" not in out
+
+
+def test_input_ending_after_done_ends_the_chat_cleanly(model_file, docs, tmp_path,
+                                                      monkeypatch, capsys):
+    """Piped input that stops after ``[DONE]`` (no ``[EXIT]``): the end-of-input act has no
+    text, and nothing may try to answer it (it used to crash the responder's batchify)."""
+    out = _chat(monkeypatch, capsys, ["how does a tide mill work?", "[DONE]"],
+                "-mf", model_file, "--documents", docs[0], "--datapath", str(tmp_path / "data"))
+    assert out.count("[Docgraph]:") == 1
+    assert out.count("CHAT DONE") >= 1

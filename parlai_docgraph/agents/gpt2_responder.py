@@ -318,6 +318,10 @@ class GPT2ResponderAgent(FullyQualifiedOptMixin, TorchGeneratorAgent):
                 obs.force_set(key, vec[:budget])
         return obs
 
+    def is_valid(self, obs) -> bool:
+        """A message without text (e.g. the human's end-of-input act) has nothing to answer."""
+        return super().is_valid(obs) and obs.get("text_vec") is not None
+
     def batchify(self, obs_batch, sort=False):
         """
         ParlAI's batch, plus the unpadded prompts and targets (``responder_prompts``,
