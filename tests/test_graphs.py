@@ -530,7 +530,7 @@ def test_real_sample_pools_have_coreference_merges(dep):
     for pool in pools:
         graph = build_document_graph(pool, parser=dep)
         check_graph(graph)
-        assert graph.meta["parser"].startswith("dep:") and graph.meta["coref"] == "rule-v1"
+        assert graph.meta["parser"].startswith("dep:") and graph.meta["coref"] == RuleCoref.version
         merged = [n for n in graph.nodes if n.kind == "entity" and len(n.mentions) > 1]
         assert len(merged) >= 5
         texts = {n.text: mention_texts(graph, n) for n in merged}

@@ -10,6 +10,7 @@ import pytest
 
 from parlai_docgraph.graphs import build_document_graph, build_multilevel_graph
 from parlai_docgraph.graphs.cache import GraphStore, graph_key, in_shard
+from parlai_docgraph.graphs.coref import RuleCoref
 from parlai_docgraph.graphs.parsers import get_parser
 
 DOCS = [
@@ -110,7 +111,7 @@ def test_shards_partition_keys_and_merge(tmp_path, dep):
     keys = list(full.keys())
     assert all(sum(in_shard(k, (i, 2)) for i in range(2)) == 1 for k in keys)
     for doc in DOCS:
-        key = graph_key(doc, "semantic", {}, [dep.describe(), "rule-v1"])
+        key = graph_key(doc, "semantic", {}, [dep.describe(), RuleCoref.version])
         assert key in keys
         for i, shard in enumerate(shards):
             if in_shard(key, (i, 2)):

@@ -13,6 +13,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from parlai_docgraph.graphs import DocumentGraph
+from parlai_docgraph.graphs.coref import RuleCoref
 from parlai_docgraph.graphs.multilevel import NO_PASSAGE, build_multilevel_graph
 from parlai_docgraph.graphs.parsers.dep import load_pipeline
 
@@ -78,7 +79,7 @@ def test_paper_example_steps():
     assert all(e.src == e.dst for e in loops)
     no_passage = graph.nodes[graph.meta["no_passage_node"]]
     assert no_passage.type == "sentence" and no_passage.text == NO_PASSAGE
-    assert graph.meta["builder"] == "multilevel" and graph.meta["coref"] == "rule-v1"
+    assert graph.meta["builder"] == "multilevel" and graph.meta["coref"] == RuleCoref.version
 
 
 def test_switches_and_per_document_merging():

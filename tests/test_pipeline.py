@@ -26,21 +26,6 @@ AGENT = "parlai_docgraph.agents.agents:DocgraphAgent"
 
 
 @pytest.fixture(scope="module")
-def tiny_encoder(tmp_path_factory) -> str:
-    """A 1-layer, 32-dim random BERT saved with MiniLM's tokenizer."""
-    path = tmp_path_factory.mktemp("tiny_bert")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(MINILM_DIR)
-    torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
-        num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0)
-    transformers.BertModel(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return str(path)
-
-
-@pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
     """One datapath for the module: the graph cache is built once."""
     return tmp_path_factory.mktemp("data")

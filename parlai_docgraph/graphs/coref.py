@@ -66,7 +66,11 @@ PERSON_NOUNS = MASC_NOUNS | FEM_NOUNS | frozenset(
     "painter artist architect scientist inventor player president minister leader "
     "founder owner builder teacher student doctor soldier captain officer politician "
     "director producer designer chef farmer worker explorer philosopher lawyer judge "
-    "priest bishop pope member citizen resident official manager coach athlete".split()
+    "priest bishop pope member citizen resident official manager coach athlete "
+    "pilot surgeon nurse chemist physicist biologist mathematician historian journalist "
+    "reporter editor photographer librarian baker carpenter sailor fisherman merchant "
+    "banker actor actress dancer novelist professor researcher guest host mayor governor "
+    "senator chancellor emperor diplomat detective astronaut".split()
 )
 GROUP_ENTS = frozenset({"ORG", "NORP"})
 DEFINITE = frozenset({"the", "this", "that", "these", "those"})
@@ -145,7 +149,7 @@ class RuleCoref:
     """Deterministic rule-based coreference (see the module docstring)."""
 
     name = "rule"
-    version = "rule-v1"
+    version = "rule-v2"  # bump on any rule change: it is part of graph-store keys
 
     def __init__(self, pronoun_window: int = 3, description_window: int = 10) -> None:
         self.pronoun_window = pronoun_window

@@ -36,10 +36,16 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 from parlai.utils import logging
 
-#: table columns: (report key, header)
-COLUMNS = (("know_acc", "know_acc"), ("know_map", "know_map"), ("know_mrr", "know_mrr"),
-           ("concept_map", "concept_map"), ("concept_mrr", "concept_mrr"))
+from ..agents.gsr_ablations import flat_variants as gsr_variants
+
 GRAPH_SELECTOR = "docgraph/graph_selector"
+GSR = "docgraph/gsr"
+#: table columns per agent: report keys (Li Table 7 / Zhang & Tan Table 2; Park Table 5)
+COLUMNS: Dict[str, Sequence[str]] = {
+    GRAPH_SELECTOR: ("know_acc", "know_map", "know_mrr", "concept_map", "concept_mrr"),
+    GSR: ("resp_bleu-1", "resp_bleu-2", "resp_bleu-3", "resp_bleu-4", "path@1", "path@3",
+          "path_valid", "resp_rouge_L", "resp_f1", "knowledge_entity_recall"),
+}
 #: options of this script, never passed on to the training runs
 OWN_OPTIONS = ("variants", "steps", "seed", "out_dir", "report_split", "model", "model_file")
 
@@ -57,6 +63,8 @@ VARIANTS: Dict[str, VariantSpec] = {
     name: VariantSpec(GRAPH_SELECTOR, {"graph_variant": name})
     for name in ("full", "sentence", "coref", "homogeneous", "multilevel", "paths", "none")
 }
+# DialogGSR (Park et al. Table 5): run with ``-m docgraph/gsr`` so its options parse
+VARIANTS.update((name, VariantSpec(GSR, options)) for name, options in gsr_variants().items())
 
 
 def register_variant(name: str, agent: str, options: Optional[Dict[str, Any]] = None) -> None:
@@ -91,9 +99,19 @@ def _number(value: Any) -> Optional[float]:
     return value if math.isfinite(value) else None
 
 
-def figures(report: Dict[str, Any]) -> Dict[str, Optional[float]]:
-    """The table's metrics (and ``exs``) of one ParlAI report."""
-    out = {key: _number(report.get(key)) for key, _ in COLUMNS}
+def columns_of(agents: Sequence[str]) -> List[str]:
+    """The table columns of rows trained with ``agents`` (in first-seen order, no repeats)."""
+    out: List[str] = []
+    for agent in agents:
+        for key in COLUMNS.get(agent, COLUMNS[GRAPH_SELECTOR]):
+            if key not in out:
+                out.append(key)
+    return out
+
+
+def figures(report: Dict[str, Any], agent: str = GRAPH_SELECTOR) -> Dict[str, Optional[float]]:
+    """The table's metrics of ``agent`` (and ``exs``) of one ParlAI report."""
+    out = {key: _number(report.get(key)) for key in columns_of([agent])}
     out["exs"] = _number(report.get("exs"))
     return out
 
@@ -117,18 +135,19 @@ def run_variant(
     torch.manual_seed(seed)
     logging.info(f"ablate: training {name} ({spec.agent} {spec.options}) for {steps} steps")
     valid, test = TrainModel.main(**kwargs)
-    return {"agent": spec.agent, "options": spec.options, "valid": figures(valid),
-            "test": figures(test)}
+    return {"agent": spec.agent, "options": spec.options, "valid": figures(valid, spec.agent),
+            "test": figures(test, spec.agent)}
 
 
 def markdown_table(results: Dict[str, Dict[str, Any]], split: str) -> str:
     """One row per variant: the ``split`` figures, ``-`` where a variant has none."""
-    head = "| variant | " + " | ".join(h for _, h in COLUMNS) + " |"
-    rule = "|---|" + "---:|" * len(COLUMNS)
+    columns = columns_of([res.get("agent", GRAPH_SELECTOR) for res in results.values()])
+    head = "| variant | " + " | ".join(columns) + " |"
+    rule = "|---|" + "---:|" * len(columns)
     rows = [head, rule]
     for name, res in results.items():
         cells = []
-        for key, _ in COLUMNS:
+        for key in columns:
             value = res[split].get(key)
             cells.append("-" if value is None else f"{value:.3f}")
         rows.append(f"| {name} | " + " | ".join(cells) + " |")

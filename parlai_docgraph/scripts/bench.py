@@ -27,7 +27,8 @@ Benchmark = Callable[[bool], Dict[str, Any]]
 BENCHMARKS: Dict[str, Benchmark] = {}
 GOALS: Dict[str, float] = {"graph_build_vs_spacy": 0.8}  # figure -> minimum wanted
 #: figure -> maximum wanted (costs and overhead ratios: lower is better)
-GOAL_MAXIMA: Dict[str, float] = {"selector_overhead_vs_ranking": 1.10}
+GOAL_MAXIMA: Dict[str, float] = {"selector_overhead_vs_ranking": 1.10,
+                                  "constrained_vs_unconstrained_beam": 1.15}
 
 
 def goal_note(key: str, value: Any) -> str:

@@ -63,6 +63,7 @@ from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 
 from .base import DocgraphDialogTeacher
+from .graphs import GraphAttachMixin
 from .readers.wow import NO_PASSAGE
 from .wow import TOKEN_KNOWLEDGE, add_knowledge_label_args
 
@@ -275,7 +276,7 @@ def turn_message(turn: SyntheticTurn, label_type: str, separator: bool) -> Messa
     return msg
 
 
-class SyntheticTeacher(DocgraphDialogTeacher):
+class SyntheticTeacher(GraphAttachMixin, DocgraphDialogTeacher):
     """
     The generated structure-only task (module docstring); ``:topic_split`` (default):
     unseen people in valid/test; ``:random_split``: people drawn from all names.
