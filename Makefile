@@ -43,6 +43,13 @@ demo: install
 		$(BIN)/parlai interactive -mf zoo:docgraph/sample/model --datapath $(DATA) \
 		--documents parlai_docgraph/assets/demo_document.md --show-graph $(DATA)/demo_graph.html
 	@echo "== graph of the last turn: $(DATA)/demo_graph.html"
+	@echo "== docgraph:synthetic (unseen people): the graph selector against the plain cross-encoder"
+	$(BIN)/parlai-docgraph ablate -t docgraph:synthetic --label-type chosen_sent \
+		--variants full,none --steps 400 --seed 0 --out-dir $(DATA)/demo_ablation \
+		--encoder-model tiny --selector-hidden 32 --type-dim 8 --pair-truncate 64 \
+		--graph-cache memory --graph-memo-size 4000 -bs 8 -lr 3e-3 --gradient-clip 1.0 \
+		--num-negatives 0 --synthetic-dialogues 2000 --synthetic-eval-dialogues 100 \
+		--synthetic-facts 1 --synthetic-turns 1 --datapath $(DATA)
 
 test: install
 	$(BIN)/pytest -q tests

