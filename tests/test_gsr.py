@@ -10,6 +10,7 @@ import random
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -310,6 +311,24 @@ def test_train_and_eval_through_parlai(tmp_path, datapath):
     for key in ("resp_bleu-1", "resp_rouge_L", "resp_f1", "knowledge_entity_recall", "ret_loss", "gen_loss"):
         assert key in katz, key
     assert reports["none"]["path_valid"] < 1.0
+
+    # interactive over a triples file: the retrieved path is shown and lies in that KG
+    from conftest import BIN, offline_env
+    from parlai_docgraph.kg.linearize import Linearizer
+    from parlai_docgraph.tasks.docgraph.build import SAMPLE_DATAPATH
+
+    triples = Path(SAMPLE_DATAPATH) / "opendialkg" / "opendialkg_triples.txt"
+    chat = subprocess.run(
+        [str(BIN / "parlai"), "interactive", "-mf", str(mf), "--gsr-kg-file", str(triples)],
+        input="I just watched Amélie, what should I watch next?\n[EXIT]\n", text=True,
+        capture_output=True, cwd=str(tmp_path), env=offline_env(), timeout=300)
+    assert chat.returncode == 0, chat.stderr[-3000:]
+    shown = [line.split("[retrieved]: ", 1)[1] for line in chat.stdout.splitlines()
+             if "[retrieved]: " in line]
+    assert shown and shown[0].startswith("[Head] Amélie"), chat.stdout[-2000:]
+    kg_lines = {tuple(line.rstrip("\n").split("\t")) for line in triples.open(encoding="utf-8")}
+    for h, r, t in Linearizer(slot_tokens=2).parse_triples(shown[0]):
+        assert (h, r, t) in kg_lines, (h, r, t)
 
 
 def test_pretrain_stage_through_parlai_moves_only_special_rows(tmp_path, datapath):

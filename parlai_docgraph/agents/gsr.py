@@ -109,7 +109,9 @@ class GSRAgent(GSREvalMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
         g.add_argument("--gsr-kg-file", type=str, default=None,
                        help="triples file (OpenDialKG format) for messages without candidates, "
                        "e.g. in interactive mode")
-        parser.set_defaults(optimizer="adamw", learningrate=1e-3, gradient_clip=1.0)
+        # interactive: show the retrieved subgraph next to the reply
+        parser.set_defaults(optimizer="adamw", learningrate=1e-3, gradient_clip=1.0,
+                            display_add_fields="retrieved")
         return parser
 
     def __init__(self, opt: Opt, shared=None) -> None:
