@@ -251,3 +251,20 @@ def test_tiny_encoder_option_is_seeded_and_leaves_the_rng_alone(datapath):
     b, _ = load_encoder("tiny")
     assert a.config.hidden_size == 32 and tok.is_fast
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+
+
+def test_multiprocessing_train_on_cpu(tmp_path, datapath):
+    """Graph tensors travel in ParlAI's Batch: two gloo workers train and evaluate the selector."""
+    mf = tmp_path / "mp" / "model"
+    out = run_cli(
+        ["parlai", "multiprocessing_train", "-m", "docgraph/graph_selector", "-t",
+         "docgraph:sample", "--label-type", "chosen_sent", "--encoder-model", "tiny",
+         "--selector-hidden", "32", "--type-dim", "8", "--pair-truncate", "64", "-mf", str(mf),
+         "--max-train-steps", "4", "-bs", "4", "--distributed-world-size", "2", "--datapath",
+         str(datapath), "--graph-cache", "memory", "-vstep", "4"],
+        cwd=tmp_path, env={"OMP_NUM_THREADS": "1"},
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = _report(out.stdout + "\n" + out.stderr, "test:")
+    assert report["exs"] == 20 and 0.0 <= report["know_acc"] <= 1.0
+    assert Path(str(mf)).exists()
