@@ -177,3 +177,26 @@ def test_missing_part_model_file_is_a_clear_error(store, tmp_path):
          "--datapath", str(store), "-dt", "valid"])
     with pytest.raises(FileNotFoundError, match="nope"):
         create_agent(opt)
+
+
+def test_parlai_knowledge_lines_with_separator_keep_the_gold_among_candidates():
+    """ParlAI's WoW ``knowledge`` lines (``--include-knowledge-separator true``): the
+    selector's label must be one of its candidates, and the choice maps back to the pool."""
+    from parlai.core.message import Message
+
+    from parlai_docgraph.agents.pipeline import read_selection, selector_message
+
+    msg = Message({
+        "text": "tell me about lighthouses", "chosen_topic": "Lighthouse",
+        "title": "Lighthouse", "checked_sentence": "A lighthouse is a tower.",
+        "knowledge": "Lighthouse __knowledge__ A lighthouse is a tower.\n"
+                     "Lighthouse __knowledge__ It guides ships.\n"
+                     "Fresnel lens __knowledge__ The lens focuses light.\n",
+        "labels": ["They are towers that guide ships."],
+    })
+    sel = selector_message(msg, "tell me about lighthouses")
+    assert sel["labels"] == ["Lighthouse A lighthouse is a tower."]
+    assert sel["labels"][0] in sel["label_candidates"]
+    assert len(sel["label_candidates"]) == 4  # no_passages_used + three sentences
+    got = read_selection(msg, {"text": "Fresnel lens The lens focuses light."})
+    assert (got["title"], got["sentence"]) == ("Fresnel lens", "The lens focuses light.")

@@ -54,8 +54,8 @@ from parlai.core.torch_generator_agent import PPLMetric, TorchGeneratorAgent
 from parlai.utils import logging
 
 from .base import FullyQualifiedOptMixin
+from .selector_messages import NO_PASSAGE
 
-NO_PASSAGE = "no_passages_used"
 HF_SUFFIX = ".hf"
 
 

@@ -17,9 +17,9 @@ from typing import Any, Dict, List, Optional, Tuple
 from parlai.core.message import Message
 from parlai.core.opt import Opt
 
-NO_PASSAGE = "no_passages_used"
+from .selector_messages import NO_PASSAGE, message_passages
+
 NO_CHOSEN = f"{NO_PASSAGE} {NO_PASSAGE}"
-KNOWLEDGE_SEPARATOR = "__knowledge__"
 LABEL_KEYS = ("labels", "eval_labels")
 #: options of a pipeline run that reach a part loaded from its own model file: always
 #: (the run's data and mode, and for the responder the decoding, which the pipeline governs),
@@ -32,20 +32,16 @@ WHEN_GIVEN = ("no_cuda", "gpu", "batchsize", "fp16", "graph_cache", "graph_memo_
 
 def knowledge_lines(msg: Any) -> List[Tuple[str, str, str]]:
     """
-    ``(line, title, sentence)`` of every knowledge sentence of ``msg``: from
-    ``knowledge_passages`` (docgraph teachers, interactive documents), else from the
-    ``knowledge`` text lines (ParlAI's WoW teachers; title and sentence then unsplit).
+    ``(line, title, sentence)`` of every knowledge sentence of ``msg``, ``line`` being
+    ``"{title} {sentence}"``: the pool from ``knowledge_passages`` (docgraph teachers,
+    interactive documents) or ParlAI's ``knowledge`` text lines, read by the selector's own
+    :func:`~.selector_messages.message_passages` so both parts see one pool; ``[]`` when the
+    message carries neither.
     """
-    passages = msg.get("knowledge_passages")
-    if passages is not None:
-        return [(f"{title} {sent}", str(title), str(sent))
-                for title, sents in passages for sent in sents]
-    lines = [ln.strip() for ln in (msg.get("knowledge") or "").splitlines() if ln.strip()]
-    out = []
-    for line in lines:
-        title, sep, sent = line.partition(f" {KNOWLEDGE_SEPARATOR} ")
-        out.append((line, title, sent) if sep else (line, "", line))
-    return out
+    if msg.get("knowledge_passages") is None and not (msg.get("knowledge") or "").strip():
+        return []
+    return [(f"{title} {sent}", title, sent)
+            for title, sents in message_passages(msg) for sent in sents]
 
 
 def gold_line(msg: Any) -> Optional[str]:

@@ -35,11 +35,11 @@ import tempfile
 import time
 from typing import Any, Dict, List, Sequence, Tuple
 
+from ..agents.selector_messages import NO_PASSAGE
 from .bench import register_benchmark, sample_pools
 
 SIZES = (10, 40, 160)
 VARIANTS = ("full", "none")
-NO_PASSAGE = "no_passages_used"
 
 
 def pool_of_size(passages: Sequence[Tuple[str, List[str]]], n_sentences: int,
