@@ -65,6 +65,7 @@ from .selector_encoder import (  # noqa: F401  (public names of this module)
     MINILM, GraphSelectorDictionaryAgent, load_encoder, resolve_encoder,
 )
 from .selector_messages import multi_reference_gold
+from .selector_optim import add_learning_rate_args, parameter_groups
 from .selector_select import SelectMixin
 
 
@@ -147,6 +148,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
                            help="keep the frozen node-encoder states on disk under "
                            "<datapath>/docgraph_cache/embeddings (keyed by encoder and text; "
                            "later runs load instead of encoding)")
+        add_learning_rate_args(group)
         group.add_argument("--graph-parser", type=str, default="dep",
                            help="semantic parser of the graph builder (dep, amr)")
         group.add_argument("--shuffle-candidates", type="bool", default=True,
@@ -232,6 +234,12 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
             share_layers=opt["share_layers"], dropout=opt["selector_dropout"],
             context_encoder=encoder,
         )
+
+    def init_optim(self, params, optim_states=None, saved_optim_type=None,
+                   is_finetune: bool = False) -> bool:
+        """ParlAI's optimizer over two parameter groups (:mod:`.selector_optim`)."""
+        return super().init_optim(parameter_groups(self.model, self.opt), optim_states,
+                                  saved_optim_type, is_finetune=is_finetune)
 
     def build_criterion(self):
         return torch.nn.CrossEntropyLoss(reduction="none")  # unused: the model has Eq. 8
