@@ -197,7 +197,7 @@ def test_overfits_a_handful_of_examples(variant, lr, extra, tiny_encoder, datapa
     tell its candidates apart stays near chance)."""
     torch.manual_seed(0)
     agent, opt = _agent(tiny_encoder, datapath, "--graph-variant", variant, "-lr", lr,
-                        "--num-negatives", "0", *extra)
+                        "--graph-learningrate", lr, "--num-negatives", "0", *extra)
     obs = _observed(agent, opt, 4)
     eval_obs = _as_eval(obs)
     start = _know_acc(agent, eval_obs)
