@@ -75,7 +75,8 @@ class GSRAgent(GSREvalMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
         super().add_cmdline_args(parser, partial_opt)
         g = parser.add_argument_group("docgraph DialogGSR")
         g.add_argument("--gsr-model", type=str, default="t5-small",
-                       help="seq2seq LM: hub name (cached when offline), local directory, or "
+                       help="seq2seq (T5) or decoder-only causal LM (Llama, Qwen, ...; picked from "
+                       "its config): hub name (cached when offline), local directory, or "
                        "'tiny' (bundled offline T5 config + tokenizer, seeded random weights)")
         g.add_argument("--gsr-seed", type=int, default=0,
                        help="seed of initial weights (sources without weights) and path sampling")
@@ -132,18 +133,14 @@ class GSRAgent(GSREvalMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
 
     # ------------------------------------------------------------------ model
     def build_model(self):
-        from parlai_docgraph.models.gsr import GSRModel, load_seq2seq
+        from parlai_docgraph.models.gsr import build_gsr_model, load_lm
 
         saved = saved_hf_dir(self.opt)
-        lm = load_seq2seq(
+        lm = load_lm(
             saved or self.opt.get("gsr_model", "t5-small"), self.opt.get("datapath"),
             seed=self.opt.get("gsr_seed", 0), pretrained=saved is None,
         )
-        tok = self.dict.hf_tokenizer
-        if lm.get_input_embeddings().num_embeddings < len(tok):
-            lm.resize_token_embeddings(len(tok))
-        special = tok.convert_tokens_to_ids(structural_tokens(self.opt))
-        return GSRModel(lm, tok.pad_token_id, tok.eos_token_id, special)
+        return build_gsr_model(lm, self.dict.hf_tokenizer, structural_tokens(self.opt))
 
     def gsr(self):
         return getattr(self.model, "module", self.model)

@@ -1,6 +1,9 @@
 """
-DialogGSR's seq2seq model (Park et al.): one Hugging Face encoder-decoder (T5) that
-retrieves linearized KG paths and writes the response. Torch + transformers only.
+DialogGSR's model (Park et al.): one Hugging Face encoder-decoder (T5, as in the paper)
+that retrieves linearized KG paths and writes the response. Torch + transformers only.
+A decoder-only causal LM (Llama, Qwen, ...) works the same way through
+:class:`~parlai_docgraph.models.gsr_causal.CausalGSRModel` (:func:`load_lm` picks the
+family from the config's ``is_encoder_decoder``).
 
 * Losses (Eq. 8, 9, 10) are token-level cross-entropy of a target given a source;
   :meth:`GSRModel.token_losses` pads targets with ``-100`` (never the pad id), so padding
@@ -13,7 +16,7 @@ retrieves linearized KG paths and writes the response. Torch + transformers only
   :class:`~parlai_docgraph.kg.constrained.GraphConstrainedLogitsProcessor` (Eq. 3-4) over
   each example's :class:`~parlai_docgraph.kg.trie.PathTrie`, or unconstrained.
 
-:func:`load_seq2seq` resolves ``--gsr-model``: ``tiny`` (bundled
+:func:`load_lm` (and :func:`load_seq2seq`) resolves ``--gsr-model``: ``tiny`` (bundled
 ``parlai_docgraph/assets/tiny_t5``: config + tokenizer, weights from a seed), a local
 directory, or a hub name (``t5-small``; from the HF cache when offline, else a clear
 :class:`GSRUnavailable`).
@@ -69,29 +72,67 @@ def load_tokenizer(name: str, datapath: Optional[str] = None, extra_special: Seq
         missing.append(MASK_TOKEN)
     if missing:
         tok.add_special_tokens({"additional_special_tokens": missing}, replace_extra_special_tokens=False)
+    if tok.pad_token is None:  # Llama-style tokenizers: EOS stands in (padding is masked)
+        tok.pad_token = tok.eos_token
     return tok
 
 
-def load_seq2seq(name: str, datapath: Optional[str] = None, seed: int = 0, pretrained: bool = True) -> nn.Module:
+def build_gsr_model(lm: nn.Module, tokenizer, structural: Sequence[str]) -> "GSRModel":
     """
-    The encoder-decoder of ``--gsr-model``; a source without weights (``tiny``) or
-    ``pretrained=False`` gets fresh weights from ``seed`` (global RNG untouched).
+    :class:`GSRModel` (seq2seq) or :class:`~.gsr_causal.CausalGSRModel` (decoder-only)
+    over ``lm``, its embedding resized to ``tokenizer``. The rows KG-reconstruction
+    pretraining trains are the structural tokens, and for a causal LM also the mask
+    token (T5's ``<extra_id_0>`` is pretrained; a causal LM gets it new).
     """
-    from transformers import AutoConfig, AutoModelForSeq2SeqLM
+    if lm.get_input_embeddings().num_embeddings < len(tokenizer):
+        lm.resize_token_embeddings(len(tokenizer))
+    causal = is_causal(lm.config)
+    special = tokenizer.convert_tokens_to_ids(list(structural) + ([MASK_TOKEN] if causal else []))
+    if causal:
+        from .gsr_causal import CausalGSRModel
+
+        return CausalGSRModel(lm, tokenizer.pad_token_id, tokenizer.eos_token_id, special)
+    return GSRModel(lm, tokenizer.pad_token_id, tokenizer.eos_token_id, special)
+
+
+def is_causal(config) -> bool:
+    """A decoder-only LM (no ``is_encoder_decoder`` in its config)."""
+    return not bool(getattr(config, "is_encoder_decoder", False))
+
+
+def load_lm(
+    name: str, datapath: Optional[str] = None, seed: int = 0, pretrained: bool = True,
+    dtype: Optional[torch.dtype] = None,
+) -> nn.Module:
+    """
+    The LM of ``--gsr-model``: ``AutoModelForSeq2SeqLM`` for an encoder-decoder config,
+    else ``AutoModelForCausalLM``. A source without weights (``tiny``) or
+    ``pretrained=False`` gets fresh weights from ``seed`` (global RNG untouched);
+    ``dtype`` (e.g. ``torch.bfloat16``) is the parameter dtype.
+    """
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
     source = resolve_source(name, datapath)
     local = os.path.isdir(source)
     has_weights = local and any(os.path.exists(os.path.join(source, f)) for f in WEIGHT_FILES)
     try:
-        if pretrained and (not local or has_weights):
-            return AutoModelForSeq2SeqLM.from_pretrained(source, local_files_only=offline() or local)
         config = AutoConfig.from_pretrained(source, local_files_only=offline() or local)
+        auto = AutoModelForCausalLM if is_causal(config) else AutoModelForSeq2SeqLM
+        if pretrained and (not local or has_weights):
+            kwargs = {} if dtype is None else {"dtype": dtype}
+            return auto.from_pretrained(source, local_files_only=offline() or local, **kwargs)
     except (OSError, ValueError) as e:
         raise _unavailable(name, datapath, e) from e
+    width = getattr(config, "d_model", None) or getattr(config, "hidden_size", None) or 1024
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        small = getattr(config, "d_model", 1024) < 512
-        return AutoModelForSeq2SeqLM.from_config(config, **({"attn_implementation": "eager"} if small else {}))
+        lm = auto.from_config(config, **({"attn_implementation": "eager"} if width < 512 else {}))
+    return lm if dtype is None else lm.to(dtype)
+
+
+def load_seq2seq(name: str, datapath: Optional[str] = None, seed: int = 0, pretrained: bool = True) -> nn.Module:
+    """:func:`load_lm` for an encoder-decoder ``--gsr-model`` (kept for callers and tests)."""
+    return load_lm(name, datapath, seed, pretrained)
 
 
 def right_pad(seqs: Sequence[Sequence[int]], pad: int) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -152,21 +193,28 @@ class GSRModel(nn.Module):
         self.release_rows()
         rows = self.special_ids if rows is None else list(rows)
         emb = self.lm.get_input_embeddings().weight
+        out = self.lm.get_output_embeddings()
+        # untied output embedding (T5 v1.1, Llama): its rows of the new tokens train too
+        tables = [emb] + ([out.weight] if out is not None and out.weight is not emb else [])
         for p in self.lm.parameters():
-            p.requires_grad_(p is emb)
+            p.requires_grad_(any(p is t for t in tables))
         keep = torch.zeros(emb.shape[0], 1, dtype=emb.dtype, device=emb.device)
         keep[torch.as_tensor(rows, dtype=torch.long)] = 1.0
-        self._hook = emb.register_hook(lambda g: g * keep.to(g.dtype))
+        self._hook = [t.register_hook(lambda g: g * keep.to(g.dtype)) for t in tables]
 
     def release_rows(self) -> None:
         """Undo :meth:`train_only_rows`: every parameter trains again."""
-        if self._hook is not None:
-            self._hook.remove()
-            self._hook = None
+        for hook in self._hook or []:
+            hook.remove()
+        self._hook = None
         for p in self.lm.parameters():
             p.requires_grad_(True)
 
     # ------------------------------------------------------------------ generation
+    def start_len(self, width: int) -> int:
+        """Positions of a generated sequence before the first new token (T5: decoder start)."""
+        return 1
+
     def encode(self, sources: Sequence[Sequence[int]]) -> Tuple[torch.Tensor, torch.Tensor]:
         ids, mask = right_pad(sources, self.pad_id)
         dev = self._device()
@@ -205,7 +253,8 @@ class GSRModel(nn.Module):
         if tries is not None:
             procs.append(
                 GraphConstrainedLogitsProcessor(
-                    tries, self.eos_id, num_beams=num_beams, entity_scores=entity_scores, alpha=alpha
+                    tries, self.eos_id, num_beams=num_beams, entity_scores=entity_scores, alpha=alpha,
+                    prefix_len=self.start_len(ids.shape[1]),
                 )
             )
         out = self.lm.generate(
@@ -228,11 +277,12 @@ class GSRModel(nn.Module):
         else:
             scores = [0.0] * len(seqs)
         per = len(seqs) // len(sources)
+        start = self.start_len(ids.shape[1])
         result: List[List[Tuple[List[int], float]]] = []
         for b in range(len(sources)):
             seen, hyps = set(), []
             for seq, score in zip(seqs[b * per : (b + 1) * per], scores[b * per : (b + 1) * per]):
-                toks = self.strip(seq[1:])
+                toks = self.strip(seq[start:])
                 if score < -1e6 or tuple(toks) in seen:
                     continue
                 seen.add(tuple(toks))
@@ -272,4 +322,5 @@ class GSRModel(nn.Module):
         )
         scores = getattr(out, "sequences_scores", None)
         scores = scores.tolist() if scores is not None else [0.0] * len(sources)
-        return [(self.strip(s[1:]), float(sc)) for s, sc in zip(out.sequences.tolist(), scores)]
+        start = self.start_len(ids.shape[1])
+        return [(self.strip(s[start:]), float(sc)) for s, sc in zip(out.sequences.tolist(), scores)]

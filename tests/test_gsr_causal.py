@@ -1,0 +1,153 @@
+"""
+DialogGSR with decoder-only causal LMs (issue 16): tiny random Llama- and Qwen-style
+models built in the test; constrained retrieval with left padding and batched beams,
+causal losses, pretraining rows, and train + eval through ParlAI.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import run_cli, teacher_acts
+from modern_lm import make_tiny_lm
+
+from parlai_docgraph.agents.gsr_eval import entity_scores
+from parlai_docgraph.agents.gsr_inputs import GSRInputs
+from parlai_docgraph.kg import fields as kg_fields
+from parlai_docgraph.kg.linearize import Linearizer
+from parlai_docgraph.kg.subgraph import Hop
+from parlai_docgraph.models.gsr import LABEL_PAD, build_gsr_model, load_lm, load_tokenizer
+from parlai_docgraph.models.gsr_causal import CausalGSRModel
+
+FAMILIES = ("llama", "qwen")
+
+
+@pytest.fixture(scope="module")
+def lm_dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lms")
+    return {f: make_tiny_lm(f, root / f) for f in FAMILIES}
+
+
+def _build(directory: Path, seed: int = 0):
+    lin = Linearizer(slot_tokens=2)
+    tok = load_tokenizer(str(directory), None, lin.special_tokens())
+    model = build_gsr_model(load_lm(str(directory), seed=seed), tok, lin.special_tokens())
+    return model.eval(), tok, GSRInputs(tok, lin)
+
+
+@pytest.fixture(scope="module")
+def sample_turns(tmp_path_factory):
+    acts = teacher_acts("docgraph:sample_kg", tmp_path_factory.mktemp("dp"))
+    return [a for a in acts if a.get("kg_candidates")]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_causal_model_is_picked_and_new_rows_exist(lm_dirs, family):
+    model, tok, _ = _build(lm_dirs[family])
+    assert isinstance(model, CausalGSRModel)
+    assert model.lm.get_input_embeddings().num_embeddings == len(tok)
+    assert tok.pad_token_id is not None
+    # the structural tokens and the mask are single new tokens
+    assert len(model.special_ids) == len(Linearizer(slot_tokens=2).special_tokens()) + 1
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("bsz", (1, 8))
+def test_every_constrained_beam_is_in_the_kg(lm_dirs, sample_turns, family, bsz):
+    """path_valid 1.0 under every constraint, left padding (prompts of different lengths), 5 beams."""
+    model, tok, inputs = _build(lm_dirs[family])
+    kg = kg_fields.load_kg(sample_turns[0]["kg_file"])[0]
+    acts = sorted(sample_turns, key=lambda a: len(a["text"]))[:: max(len(sample_turns) // bsz, 1)][:bsz]
+    infos = [(inputs.context(a["text"]), [kg_fields.json_to_path(p) for p in a["kg_candidates"]]) for a in acts]
+    sources = [inputs.retrieve_source(c) for c, _ in infos]
+    if bsz > 1:
+        assert len({len(s) for s in sources}) > 1  # rows really are left-padded
+    tries = [inputs.trie(cands) for _, cands in infos]
+    for constraint in ("hard", "connection", "katz"):
+        scores = None if constraint == "hard" else [
+            entity_scores(kg, {"mentioned": a["kg_mentioned"], "candidates": c}, constraint, 0.1, 2)
+            for a, (_, c) in zip(acts, infos)]
+        out = model.generate_paths(sources, tries, entity_scores=scores, num_beams=5, num_return=5, max_new_tokens=80)
+        assert len(out) == bsz
+        for hyps, (_, cands) in zip(out, infos):
+            assert len(hyps) == min(5, len(cands))
+            for ids, _ in hyps:
+                triples = inputs.lin.parse_triples(tok.decode(ids, skip_special_tokens=False))
+                assert triples and all(kg.has_triple(*t) for t in triples), (constraint, triples)
+                assert inputs.decode_path(ids) in cands
+    free = model.generate_paths(sources, None, num_beams=5, num_return=5, max_new_tokens=30)
+    assert sum(inputs.decode_path(ids) is not None for h in free for ids, _ in h) < sum(len(h) for h in free)
+
+
+def test_causal_losses_cover_the_target_only(lm_dirs):
+    model, tok, inputs = _build(lm_dirs["llama"])
+    src = [inputs.ids("dialogue: hello there my friend") + [inputs.eos], inputs.ids("hi") + [inputs.eos]]
+    tgt = [inputs.ids("a target") + [inputs.eos], inputs.ids("another longer target here") + [inputs.eos]]
+    with torch.no_grad():
+        loss, labels, notnull, _ = model.token_losses(src, tgt)
+        alone, _, m1, _ = model.token_losses(src[1:], tgt[1:])
+    assert int(notnull.sum()) == len(tgt[0]) + len(tgt[1])
+    assert [labels[i][notnull[i]].tolist() for i in range(2)] == tgt
+    assert (loss[~notnull] == 0).all() and (labels[~notnull] == LABEL_PAD).all()
+    # right padding of the other row does not change a row's loss
+    assert loss[1][notnull[1]].sum().item() == pytest.approx(alone[0][m1[0]].sum().item(), rel=1e-4)
+
+
+def test_causal_pretraining_moves_only_new_rows_of_both_untied_tables(lm_dirs):
+    model, tok, inputs = _build(lm_dirs["llama"], seed=1)
+    model.train()
+    before = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    model.train_only_rows()
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2, weight_decay=0.0)
+    path = (Hop("Amélie", "has_genre", "Comedy"),)
+    for seed in range(3):
+        src, tgt = inputs.reconstruction_pair(path, random.Random(seed))
+        loss, _, mask, _ = model.token_losses([src], [tgt])
+        opt.zero_grad()
+        (loss.sum() / mask.sum()).backward()
+        opt.step()
+    after = model.state_dict()
+    tables = [k for k in after if k.endswith(("embed_tokens.weight", "lm_head.weight"))]
+    assert len(tables) == 2
+    for k, v in after.items():
+        if k in tables:
+            rows = set((v != before[k]).any(dim=1).nonzero().flatten().tolist())
+            assert rows and rows <= set(model.special_ids), k
+        else:
+            assert torch.equal(v, before[k]), k
+    model.release_rows()
+
+
+def _report(text: str) -> dict:
+    reports = re.findall(r"^\{.*\}$", text, flags=re.M)
+    assert reports, text[-3000:]
+    return json.loads(reports[-1])
+
+
+def test_qwen_gsr_trains_and_evaluates_through_parlai(lm_dirs, tmp_path, datapath):
+    mf = tmp_path / "gsr"
+    common = ["-t", "docgraph:sample_kg", "--datapath", str(datapath)]
+    out = run_cli(
+        ["parlai", "train_model", "-m", "docgraph/gsr", "--gsr-model", str(lm_dirs["qwen"]), *common,
+         "-mf", str(mf), "-bs", "8", "--max-train-steps", "4", "--gsr-pretrain-steps", "1",
+         "--gsr-stage", "all", "-vstep", "100", "--validation-max-exs", "4", "--short-final-eval", "true"],
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads((tmp_path / "gsr.hf" / "config.json").read_text())["model_type"] == "qwen2"
+    out = run_cli(
+        ["parlai", "eval_model", "-mf", str(mf), *common, "-dt", "valid", "-bs", "4", "-ne", "8",
+         "--gsr-constraint", "katz", "--gsr-retrieval-steps", "1"],
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = _report(out.stdout + "\n" + out.stderr)
+    assert report["path_valid"] == 1.0
+    for key in ("path@1", "ret_loss", "gen_loss", "resp_f1"):
+        assert key in report, key
