@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from conftest import teacher_acts
+from parlai_docgraph.graphs.concept_label import concept_label
 from test_graph_selector import (  # noqa: F401  (_two_threads: a fixture)
     _agent, _as_eval, _observed, _two_threads,
 )
@@ -299,8 +300,10 @@ def test_reply_fields_and_select(variant, tiny_encoder, datapath):
         else:
             graph = agent.graphs.get(o["background_passages"]).graph
             kind = "word" if variant == "multilevel" else "concept"
-            texts = {n.text for n in graph.nodes_of_type(kind)}
-            assert 1 <= len(r["top_concepts"]) <= 5 and set(r["top_concepts"]) <= texts
+            texts = {concept_label(n.text, n.kind) for n in graph.nodes_of_type(kind)}
+            shown = r["top_concepts"]
+            assert 1 <= len(shown) <= 5 and set(shown) <= texts - {None}
+            assert len(set(shown)) == len(shown)
     pool = [(t, list(s)) for t, s in obs[0]["knowledge_passages"]]
     out = agent.select(pool, obs[0]["text"])
     lines = [f"{t} {s}" for t, ss in pool for s in ss]

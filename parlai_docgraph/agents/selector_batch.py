@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
+from ..graphs.concept_label import concept_label
 from ..graphs.schema import NODE_TYPE_ID, DocumentGraph
 from ..models.selector import concept_labels
 from .selector_messages import (  # noqa: F401  (re-exported: the agent's message helpers)
@@ -219,8 +220,8 @@ def collate_examples(
     ``graph_edge_index``, ``graph_node_type``, ``graph_edge_type``, ``graph_node_passage``
     (passage ids unique across the batch), ``cand_node`` ``[C]``, ``concept_index`` ``[M]``
     (multi-level: word nodes), ``concept_label`` ``[M]``, ``concept2example`` ``[M]``,
-    ``no_passage_index`` ``[B]``; ``concept_texts`` (per example, the texts of its
-    ``concept_index`` nodes, in order). ``cand_node`` is a zero vector without features.
+    ``no_passage_index`` ``[B]``; ``concept_texts`` (per example, the display names of its
+    ``concept_index`` nodes in order, ``None`` for predicates and pronouns). ``cand_node`` is a zero vector without features.
     """
     bases = list(bases) if bases is not None else [None] * len(passages)
     graphs = ([provider.get(pool, base) for pool, base in zip(passages, bases)]
@@ -265,7 +266,8 @@ def collate_examples(
         ids = eg.concept_node.tolist()
         concepts += [offset + i for i in ids]
         labels += [lab.get(i, 0.0) for i in ids]
-        concept_texts.append([eg.graph.nodes[i].text for i in ids])
+        concept_texts.append([concept_label(eg.graph.nodes[i].text, eg.graph.nodes[i].kind)
+                              for i in ids])
         c2e += [b] * len(ids)
         xs.append(eg.x)
         edges.append(eg.tensors["edge_index"] + offset)

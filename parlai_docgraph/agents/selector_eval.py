@@ -75,12 +75,21 @@ def concept_metrics(logits: Tensor, labels: Tensor, c2e: Tensor,
     return {"concept_map": maps, "concept_mrr": mrrs} if seen else None
 
 
-def top_concepts(logits: Tensor, c2e: Tensor, texts: Sequence[Sequence[str]],
+def top_concepts(logits: Tensor, c2e: Tensor, texts: Sequence[Sequence[Optional[str]]],
                  k: int = TOP_CONCEPTS) -> List[List[str]]:
-    """Per example, the texts of its ``k`` best-scored concept (or word) nodes."""
+    """
+    Per example, the display names of its ``k`` best-scored concept (or word) nodes, each
+    name once; nodes whose name is ``None`` (predicates, pronouns: see
+    :func:`~parlai_docgraph.graphs.concept_label.concept_label`) are passed over.
+    """
     out = []
     for b, names in enumerate(texts):
         s = logits[c2e == b]
-        order = torch.sort(s, descending=True, stable=True).indices.tolist()[:k]
-        out.append([names[i] for i in order])
+        best: List[str] = []
+        for i in torch.sort(s, descending=True, stable=True).indices.tolist():
+            if names[i] is not None and names[i] not in best:
+                best.append(names[i])
+            if len(best) == k:
+                break
+        out.append(best)
     return out
