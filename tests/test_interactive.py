@@ -60,6 +60,18 @@ def test_paragraphs_are_passages_and_headings_titles(docs):
     assert plain[1][1] == ["Many birds feed on the marsh in winter."]
 
 
+def test_list_items_are_sentences_without_markers(tmp_path):
+    """A table-like Markdown list: one sentence per item (items without a full stop too),
+    markers dropped, an indented continuation line kept with its item."""
+    path = tmp_path / "pool.md"
+    path.write_text("# Pool\n\n## Hours\n\n- Monday: opens at 6:30.\n* Sunday: closed\n"
+                    "  on public holidays.\n1. Lane 1 is for slow swimmers. Lane 2 is not.\n"
+                    "Plain text after the list.\n", encoding="utf-8")
+    assert read_document(str(path)) == [("Hours", [
+        "Monday: opens at 6:30.", "Sunday: closed on public holidays.",
+        "Lane 1 is for slow swimmers.", "Lane 2 is not.", "Plain text after the list."])]
+
+
 def test_missing_and_empty_documents_are_reported_not_fatal(docs, tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n", encoding="utf-8")

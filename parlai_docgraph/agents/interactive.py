@@ -4,8 +4,10 @@ Interactive use of the ``-m docgraph`` pipeline over the user's own documents.
 * :func:`read_document`: one text / Markdown file -> passages. Paragraphs (blocks separated
   by blank lines) are passages; a paragraph's title is its Markdown heading (``# ...``) or,
   failing that, the document's title: its first heading, else its first line when that
-  line is short and has no final punctuation, else the file name. Sentences are split by
-  spaCy's rule-based ``sentencizer``.
+  line is short and has no final punctuation, else the file name. Each Markdown list item
+  (``-``, ``*``, ``+``, ``1.``) is split on its own, its marker dropped, so a table-like list
+  gives one sentence per item; other lines are joined and split by spaCy's rule-based
+  ``sentencizer``.
 * :func:`load_documents`: several files; a missing, unreadable or empty one yields a clear
   message instead of stopping the session.
 * :func:`check_user_text`: empty and over-long user turns.
@@ -26,6 +28,7 @@ from ..atomic import write_text_atomic
 
 Passages = List[Tuple[str, List[str]]]
 HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+")
 TITLE_MAX_CHARS = 80
 
 
@@ -42,6 +45,22 @@ def split_sentences(text: str) -> List[str]:
     """The sentences of ``text`` (spaCy's punctuation-based ``sentencizer``)."""
     text = " ".join(text.split())
     return [s.text.strip() for s in _sentencizer()(text).sents if s.text.strip()]
+
+
+def _units(lines: Sequence[str]) -> List[str]:
+    """The lines of a block grouped into list items (markers dropped) and running text."""
+    units: List[str] = []
+    item = False
+    for line in lines:
+        marker = LIST_ITEM.match(line)
+        if marker:
+            units.append(line[marker.end():])
+        elif units and not item or units and line.startswith((" ", "\t")):
+            units[-1] += " " + line
+        else:
+            units.append(line)
+        item = bool(marker) or item and line.startswith((" ", "\t"))
+    return units
 
 
 def _looks_like_title(line: str) -> bool:
@@ -77,7 +96,7 @@ def read_document(path: str) -> Passages:
             lines = lines[1:]
         elif block is blocks[0] and _looks_like_title(lines[0]):
             continue  # a title line alone
-        sentences = split_sentences(" ".join(lines))
+        sentences = [s for unit in _units(lines) for s in split_sentences(unit)]
         if sentences:
             passages.append((title, sentences))
     if not passages:

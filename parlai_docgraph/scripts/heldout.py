@@ -1,0 +1,206 @@
+"""
+``parlai-docgraph heldout_eval``: sentence-selection accuracy on document questions that no
+model was trained or tuned on (issue 14: "does the default model pick the right sentence over
+documents it has never seen?").
+
+The bundled set (``parlai_docgraph/assets/heldout``) has 10 documents of different kinds
+(Markdown notes, two how-tos, a biography and a company history told with pronouns, two
+table-like lists, a science explainer, a travel guide, a product FAQ) and 56 questions, each
+answered by one sentence of its document. Documents are read exactly as ``parlai interactive
+--documents`` reads them (:func:`~parlai_docgraph.agents.interactive.read_document`); a
+question's candidates are every sentence of its document.
+
+Systems (one table row each):
+
+* ``cosine``: zero-shot sentence-embedding similarity, no training. Question and sentences
+  are embedded by ``--cosine-encoder`` (default the installed MiniLM) with mean pooling over
+  the attention mask, the pooling the all-MiniLM-L6-v2 checkpoint was trained with; the
+  sentence with the highest cosine similarity is selected.
+* every ``-mf`` in ``--model-files`` (comma separated; ``zoo:`` names work): a
+  ``docgraph/graph_selector`` model, or a ``-m docgraph`` pipeline whose selector is used;
+  its :meth:`select` ranks the document's sentences for the question as in a chat turn.
+
+Example::
+
+    parlai-docgraph heldout_eval --model-files zoo:docgraph/sample/model --cosine true
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from parlai.core.params import ParlaiParser
+from parlai.core.script import ParlaiScript, register_script
+
+from ..agents.interactive import Passages, read_document
+from ..atomic import write_text_atomic
+
+HELDOUT = Path(__file__).resolve().parent.parent / "assets" / "heldout"
+FIELDS = ("document", "question", "answer")
+#: ``rank(passages, question) -> candidate lines best first`` (``"title sentence"``)
+Ranker = Callable[[Passages, str], List[str]]
+
+
+@dataclass(frozen=True)
+class Question:
+    """One held-out question: its document's passages and the answering candidate line."""
+
+    document: str
+    question: str
+    passages: Passages
+    gold: str
+
+
+def load_questions(folder: os.PathLike = HELDOUT) -> List[Question]:
+    """
+    The questions of ``folder/questions.jsonl`` with their documents. A row that is not a
+    JSON object with :data:`FIELDS`, names a missing document or gives an answer that is not
+    exactly one sentence of its document raises ``ValueError`` naming file and line.
+    """
+    folder = Path(folder)
+    path = folder / "questions.jsonl"
+    docs: Dict[str, Passages] = {}
+    out: List[Question] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{where}: not JSON ({err})") from err
+        if not isinstance(row, dict) or any(not isinstance(row.get(k), str) for k in FIELDS):
+            raise ValueError(f"{where}: a row needs the string fields {', '.join(FIELDS)}")
+        name = row["document"]
+        if name not in docs:
+            if not (folder / name).is_file():
+                raise ValueError(f"{where}: document {name!r} not found in {folder}")
+            docs[name] = read_document(str(folder / name))
+        lines = [f"{t} {s}" for t, ss in docs[name] for s in ss if s == row["answer"]]
+        if len(lines) != 1:
+            raise ValueError(f"{where}: the answer is not one sentence of {name} "
+                             f"({len(lines)} matches): {row['answer']!r}")
+        out.append(Question(name, row["question"], docs[name], lines[0]))
+    if not out:
+        raise ValueError(f"{path}: no questions")
+    return out
+
+
+def accuracy(questions: Sequence[Question], rank: Ranker) -> Tuple[float, List[str]]:
+    """Top-1 selection accuracy of ``rank`` and its selected line per question."""
+    chosen = [rank(q.passages, q.question)[0] for q in questions]
+    hits = sum(c == q.gold for c, q in zip(chosen, questions))
+    return hits / len(questions), chosen
+
+
+def cosine_ranker(encoder_name: str) -> Ranker:
+    """Zero-shot ranking by cosine similarity of mean-pooled sentence embeddings."""
+    import torch
+
+    from ..agents.selector_encoder import load_encoder
+
+    encoder, tokenizer = load_encoder(encoder_name)
+    encoder.eval()
+
+    def embed(texts: List[str]) -> torch.Tensor:
+        enc = tokenizer(texts, padding=True, truncation=True, max_length=256,
+                        return_tensors="pt")
+        with torch.no_grad():
+            hidden = encoder(input_ids=enc["input_ids"],
+                             attention_mask=enc["attention_mask"]).last_hidden_state
+        mask = enc["attention_mask"].unsqueeze(-1).float()
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return torch.nn.functional.normalize(pooled, dim=-1)
+
+    def rank(passages: Passages, question: str) -> List[str]:
+        lines = [f"{t} {s}" for t, ss in passages for s in ss]
+        sims = embed(lines) @ embed([question])[0]
+        order = torch.sort(sims, descending=True, stable=True).indices.tolist()
+        return [lines[i] for i in order]
+
+    return rank
+
+
+def selector_ranker(model_file: str, datapath: Optional[str] = None) -> Ranker:
+    """Ranking by a trained graph selector (or a ``-m docgraph`` pipeline's selector)."""
+    from parlai.core.agents import create_agent_from_model_file
+
+    overrides: Dict[str, Any] = {"datatype": "valid", "interactive_mode": True}
+    if datapath:
+        overrides["datapath"] = datapath
+    agent = create_agent_from_model_file(model_file, overrides)
+    selector = getattr(agent, "selector", agent)
+    if not hasattr(selector, "select"):
+        raise ValueError(f"{model_file}: neither a graph selector nor a -m docgraph pipeline")
+
+    def rank(passages: Passages, question: str) -> List[str]:
+        return list(selector.select(passages, question)["scores"])
+
+    return rank
+
+
+def table(rows: Sequence[Tuple[str, float]], n: int, docs: int) -> str:
+    """The Markdown table of ``(system, accuracy)`` rows."""
+    out = [f"| system | selection accuracy ({n} questions, {docs} documents) |", "|---|---|"]
+    out += [f"| {name} | {acc:.3f} |" for name, acc in rows]
+    return "\n".join(out)
+
+
+@register_script("heldout_eval", hidden=False)
+class HeldoutEval(ParlaiScript):
+    """Sentence-selection accuracy on the bundled held-out document questions."""
+
+    @classmethod
+    def setup_args(cls) -> ParlaiParser:
+        parser = ParlaiParser(True, False, description=cls.__doc__.strip())
+        group = parser.add_argument_group("heldout_eval")
+        group.add_argument("--model-files", type=str, default="",
+                           help="comma-separated selector or -m docgraph model files "
+                           "(zoo: names work), one table row each")
+        group.add_argument("--cosine", type="bool", default=True,
+                           help="add the zero-shot cosine-similarity row (no training)")
+        group.add_argument("--cosine-encoder", type=str, default="minilm-l6",
+                           help="sentence encoder of the cosine row (minilm-l6: the "
+                           "installed all-MiniLM-L6-v2; or a local directory)")
+        group.add_argument("--questions-dir", type=str, default=str(HELDOUT),
+                           help="folder with questions.jsonl and its documents")
+        group.add_argument("--out", type=str, default=None,
+                           help="also write the figures and per-question choices as JSON")
+        return parser
+
+    def run(self) -> Dict[str, float]:
+        from parlai.core.build_data import modelzoo_path as resolve  # zoo: names
+
+        opt = self.opt
+        questions = load_questions(opt["questions_dir"])
+        systems: List[Tuple[str, Ranker]] = []
+        if opt["cosine"]:
+            systems.append((f"zero-shot cosine ({opt['cosine_encoder']})",
+                            cosine_ranker(opt["cosine_encoder"])))
+        for name in filter(None, (m.strip() for m in opt["model_files"].split(","))):
+            path = resolve(opt["datapath"], name)
+            systems.append((name, selector_ranker(path, opt["datapath"])))
+        if not systems:
+            raise ValueError("heldout_eval: nothing to evaluate (give --model-files or "
+                             "--cosine true)")
+        rows, detail = [], {}
+        for name, rank in systems:
+            acc, chosen = accuracy(questions, rank)
+            rows.append((name, acc))
+            detail[name] = {"accuracy": acc, "chosen": chosen}
+        docs = len({q.document for q in questions})
+        text = table(rows, len(questions), docs)
+        print(text)  # the script's output: the table
+        if opt.get("out"):
+            write_text_atomic(opt["out"], json.dumps(
+                {"questions": [q.question for q in questions],
+                 "gold": [q.gold for q in questions], "systems": detail}, indent=1))
+        return dict(rows)
+
+
+if __name__ == "__main__":
+    HeldoutEval.main()
