@@ -57,6 +57,8 @@ setup(
             "sample_data/*/*.json",
             "sample_data/*/*.csv",
             "sample_data/*/*.txt",
+            "sample_data/docqa/*.md",
+            "sample_data/docqa/*.jsonl",
             "sample_data/source/*",
             "sample_data/*.md",
             "splits/*.json",

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from parlai_docgraph.scripts.heldout import HELDOUT, HeldoutEval, accuracy, cosine_ranker, \
-    load_questions
+from parlai_docgraph.scripts.heldout import HeldoutEval, accuracy, cosine_ranker
+from parlai_docgraph.tasks.docgraph.docqa import DOCQA, HELDOUT, VALID_DOCUMENTS, load_questions
 from test_interactive import model_file  # noqa: F401  (a fixture: 2-step -m docgraph model)
 
 
@@ -61,3 +61,24 @@ def test_script_rows(model_file, tmp_path):  # noqa: F811
     for system in data["systems"].values():
         for q, line in zip(questions, system["chosen"]):
             assert line in [f"{t} {s}" for t, ss in q.passages for s in ss]
+
+
+def test_docqa_teacher_splits_and_labels(tmp_path):
+    """``docgraph:docqa``: train and valid split the bundled training documents, test is the
+    held-out set; chosen_sent labels are candidates, response labels the answer itself."""
+    from conftest import teacher_acts
+
+    seen = {}
+    for dt in ("train", "valid", "test"):
+        acts = teacher_acts("docgraph:docqa", tmp_path, "train:ordered" if dt == "train" else dt,
+                            "--label-type", "chosen_sent")
+        labels = [a.get("labels", a.get("eval_labels")) for a in acts]
+        assert acts and all(lab[0] in a["label_candidates"] for lab, a in zip(labels, acts))
+        seen[dt] = {a["text"] for a in acts}
+    bundled = load_questions(DOCQA)
+    assert len(seen["train"]) + len(seen["valid"]) == len(bundled)
+    assert seen["valid"] == {q.question for q in bundled if q.document in VALID_DOCUMENTS}
+    assert seen["test"] == {q.question for q in load_questions(HELDOUT)}
+    assert not seen["test"] & (seen["train"] | seen["valid"])
+    acts = teacher_acts("docgraph:docqa", tmp_path, "valid")
+    assert all(a["eval_labels"][0] == a["checked_sentence"] for a in acts)

@@ -148,6 +148,21 @@ def test_chat_over_documents_with_bad_input_and_graph(model_file, docs, tmp_path
     assert 'class="node selected' in page
 
 
+def test_extract_reply_mode_answers_with_the_selected_sentence(model_file, docs, tmp_path,
+                                                              monkeypatch, capsys):
+    """``--reply-mode extract``: each reply is exactly the turn's selected sentence."""
+    out = _chat(monkeypatch, capsys, ["how does a tide mill work?", "is eling working?",
+                                      "[EXIT]"],
+                "-mf", model_file, "--documents", docs[0], "--reply-mode", "extract",
+                "--datapath", str(tmp_path / "data"))
+    lines = out.splitlines()
+    shown = [line.split("]: ", 1)[1] for line in lines if "[selected_sentence]:" in line]
+    replies = [line.split("]: ", 1)[1] for line in lines if line.startswith("[Docgraph]:")]
+    sentences = [s for _, ss in read_document(docs[0]) for s in ss]
+    assert len(shown) == 2 and all(s in sentences for s in shown), out
+    assert replies == shown, out
+
+
 def test_chat_about_task_topics(model_file, tmp_path, monkeypatch, capsys):
     from parlai.core.params import ParlaiParser
     from parlai.core.teachers import create_task_agent_from_taskname

@@ -75,7 +75,8 @@ def build_pipeline(folder: str, recipe: Recipe, datapath: str) -> str:
     """
     Train ``recipe['selector']`` and ``recipe['responder']`` (argument lists for
     ``train_model``, without ``-mf``/``--datapath``/``--seed``), compose them into
-    ``folder/model`` (a ``-m docgraph`` model file) and mark ``folder`` built.
+    ``folder/model`` (a ``-m docgraph`` model file, with the options in the optional
+    ``recipe['pipeline']``) and mark ``folder`` built.
     Returns the model file. An unfinished or outdated ``folder`` is removed first.
     """
     from parlai.core.agents import create_agent
@@ -102,7 +103,7 @@ def build_pipeline(folder: str, recipe: Recipe, datapath: str) -> str:
     opt = parser.parse_args(
         ["-m", "docgraph", "-mf", model_file, "--datapath", datapath,
          "--selector-model-file", parts["selector"], "--responder-model-file",
-         parts["responder"], "-dt", "valid"])
+         parts["responder"], "-dt", "valid", *recipe.get("pipeline", ())])
     agent = create_agent(opt)
     agent.save(model_file)
     agent.shutdown()

@@ -6,7 +6,9 @@
 
 1. the selector ranks the knowledge sentences of each message (``know_acc`` etc. at
    evaluation);
-2. the responder writes the reply from ``[selected sentence; context]``.
+2. the responder writes the reply from ``[selected sentence; context]``; with
+   ``--reply-mode extract`` the reply is the selected sentence itself (the offline zoo
+   model's setting: a grounded answer where no fluent generator is installed).
 
 Training (one ``train_model`` run trains both, the standard pipeline setup): each part
 learns from gold supervision only. The selector from the gold sentence (Eq. 6-8), the
@@ -39,11 +41,13 @@ from parlai.utils import logging
 from ..atomic import write_text_atomic
 from .base import qualified_name
 from .interactive import Passages, build_graph, check_user_text, load_documents, write_turn_graph
+from .selector_messages import NO_PASSAGE
 from .pipeline import (
     merge_metrics, part_opt, part_overrides, read_selection, selector_message,
 )
 
 PARTS = ("selector", "responder")
+REPLY_MODES = ("generate", "extract")
 MANIFEST_VERSION = 1
 
 
@@ -87,6 +91,14 @@ class DocgraphAgent(Agent):
             "--show-graph", type=str, default=None,
             help="interactive: write the rendered document graph of the last turn (HTML) "
             "to this file after every turn")
+        group.add_argument(
+            "--reply-mode", type=str, default="generate", choices=REPLY_MODES,
+            help="the reply outside training: 'generate' (the responder's text) or "
+            "'extract' (the selected knowledge sentence itself, grounded by construction; "
+            "the responder's text is kept in the reply's 'generated_text'). The offline "
+            "zoo sample model uses 'extract': its tiny GPT-2 cannot write fluent text; "
+            "with a real LM (--responder-model) use 'generate'. Without a selected "
+            "sentence (no_passages_used) the generated text is the reply")
         group.add_argument(
             "--interactive-max-chars", type=int, default=2000,
             help="interactive: a longer user turn keeps its last N characters (and says so)")
@@ -263,6 +275,10 @@ class DocgraphAgent(Agent):
             reply = Message({"id": self.getID(), "episode_done": False})
             if rrep.get("text") is not None:
                 reply["text"] = rrep["text"]
+            if not training and self.opt.get("reply_mode") == "extract" \
+                    and sel["sentence"] != NO_PASSAGE:
+                reply["generated_text"] = reply.get("text")
+                reply.force_set("text", sel["sentence"])
             if raw.get("knowledge_passages") is not None or raw.get("knowledge"):
                 reply["selected_title"] = sel["title"]
                 reply["selected_sentence"] = sel["sentence"]

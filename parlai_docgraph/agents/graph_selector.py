@@ -66,6 +66,7 @@ from .selector_encoder import (  # noqa: F401  (public names of this module)
 )
 from .selector_messages import multi_reference_gold
 from .selector_optim import add_learning_rate_args, parameter_groups
+from .selector_prior import SimilarityPrior, add_prior_args
 from .selector_select import SelectMixin
 
 
@@ -149,6 +150,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
                            "<datapath>/docgraph_cache/embeddings (keyed by encoder and text; "
                            "later runs load instead of encoding)")
         add_learning_rate_args(group)
+        add_prior_args(group)
         group.add_argument("--graph-parser", type=str, default="dep",
                            help="semantic parser of the graph builder (dep, amr)")
         group.add_argument("--shuffle-candidates", type="bool", default=True,
@@ -185,6 +187,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         if shared is not None:
             self.tokenizer = shared["hf_tokenizer"]
             self.graphs = shared["graph_provider"]
+            self.prior = shared["similarity_prior"]
         self._rng = random.Random(0)  # candidate shuffling: reproducible runs
         # negative sampling (Eq. 6): a CPU generator, whatever device the model is on
         self._gen = torch.Generator().manual_seed(1234)
@@ -220,6 +223,16 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
                                     coref=opt.get("graph_coref", "rule"),
                                     memo_size=opt.get("graph_memo_size", 256),
                                     embed_cache=embed_cache)
+        self.prior = None
+        if opt.get("similarity_prior", 0.0):
+            prior_encoder = node_encoder
+            if prior_encoder is None:  # text-only variants load no node encoder
+                prior_encoder, _ = load_encoder(opt["encoder_model"])
+                prior_encoder.requires_grad_(False).eval()
+                if self.use_cuda:
+                    prior_encoder.cuda()
+            self.prior = SimilarityPrior(prior_encoder, self.tokenizer,
+                                         opt["similarity_prior"])
         dim = encoder.config.hidden_size
         if variant == "multilevel":
             return MultiLevelSelector(
@@ -248,6 +261,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         shared = super().share()
         shared["hf_tokenizer"] = self.tokenizer
         shared["graph_provider"] = self.graphs
+        shared["similarity_prior"] = self.prior
         return shared
 
     @property
@@ -325,6 +339,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         for key, value in fields.items():
             batch[key] = value
         batch["candidates"] = cands
+        batch["turns"] = [ex.get("text") or "" for ex in exs]
         batch["multi_relevant"] = multi
         batch["is_training"] = training
         return batch
@@ -341,7 +356,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         x = batch.graph_x if uses_graph else torch.zeros(0, 1, device=device)
         if uses_graph and self.fp16:
             x = x.half()
-        return self.model(
+        out = self.model(
             x=x,
             edge_index=batch.graph_edge_index if uses_graph else empty.view(2, 0),
             node_type=batch.graph_node_type if uses_graph else empty,
@@ -355,6 +370,15 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
                 "no_passage_index": batch.get("no_passage_index")}
                if self.opt["graph_variant"] == "multilevel" else {}),
         )
+        return self._add_prior(batch, out)
+
+    def _add_prior(self, batch, out):
+        """``out`` with ``--similarity-prior`` added to its scores (see selector_prior)."""
+        if self.prior is None or batch.get("candidates") is None:
+            return out
+        prior = self.prior(batch.turns, batch.candidates).to(out.scores.device)
+        out.scores = out.scores + prior[out.keep].to(out.scores.dtype)
+        return out
 
     def score_candidates(self, batch, cand_vecs=None, cand_encs=None):
         """

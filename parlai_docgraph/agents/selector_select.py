@@ -36,7 +36,7 @@ class SelectMixin:
         fields = collate_examples(self.graphs, [pool], [cands], [-2], [context],
                                   self.tokenizer, self.opt.get("pair_truncate", 256),
                                   path_hops=self.opt.get("path_hops", 2))
-        batch = Batch(batchsize=1, **fields)
+        batch = Batch(batchsize=1, candidates=[cands], turns=[context], **fields)
         if self.use_cuda:
             batch = batch.to("cuda")
         self.model.eval()

@@ -6,9 +6,9 @@ documents it has never seen?").
 The bundled set (``parlai_docgraph/assets/heldout``) has 10 documents of different kinds
 (Markdown notes, two how-tos, a biography and a company history told with pronouns, two
 table-like lists, a science explainer, a travel guide, a product FAQ) and 56 questions, each
-answered by one sentence of its document. Documents are read exactly as ``parlai interactive
---documents`` reads them (:func:`~parlai_docgraph.agents.interactive.read_document`); a
-question's candidates are every sentence of its document.
+answered by one sentence of its document; it is also the ``test`` split of ``docgraph:docqa``
+(:mod:`parlai_docgraph.tasks.docgraph.docqa`, which reads and validates it). A question's
+candidates are every sentence of its document.
 
 Systems (one table row each):
 
@@ -28,66 +28,17 @@ Example::
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
-from ..agents.interactive import Passages, read_document
+from ..agents.interactive import Passages
 from ..atomic import write_text_atomic
+from ..tasks.docgraph.docqa import HELDOUT, Question, load_questions
 
-HELDOUT = Path(__file__).resolve().parent.parent / "assets" / "heldout"
-FIELDS = ("document", "question", "answer")
 #: ``rank(passages, question) -> candidate lines best first`` (``"title sentence"``)
 Ranker = Callable[[Passages, str], List[str]]
-
-
-@dataclass(frozen=True)
-class Question:
-    """One held-out question: its document's passages and the answering candidate line."""
-
-    document: str
-    question: str
-    passages: Passages
-    gold: str
-
-
-def load_questions(folder: os.PathLike = HELDOUT) -> List[Question]:
-    """
-    The questions of ``folder/questions.jsonl`` with their documents. A row that is not a
-    JSON object with :data:`FIELDS`, names a missing document or gives an answer that is not
-    exactly one sentence of its document raises ``ValueError`` naming file and line.
-    """
-    folder = Path(folder)
-    path = folder / "questions.jsonl"
-    docs: Dict[str, Passages] = {}
-    out: List[Question] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{where}: not JSON ({err})") from err
-        if not isinstance(row, dict) or any(not isinstance(row.get(k), str) for k in FIELDS):
-            raise ValueError(f"{where}: a row needs the string fields {', '.join(FIELDS)}")
-        name = row["document"]
-        if name not in docs:
-            if not (folder / name).is_file():
-                raise ValueError(f"{where}: document {name!r} not found in {folder}")
-            docs[name] = read_document(str(folder / name))
-        lines = [f"{t} {s}" for t, ss in docs[name] for s in ss if s == row["answer"]]
-        if len(lines) != 1:
-            raise ValueError(f"{where}: the answer is not one sentence of {name} "
-                             f"({len(lines)} matches): {row['answer']!r}")
-        out.append(Question(name, row["question"], docs[name], lines[0]))
-    if not out:
-        raise ValueError(f"{path}: no questions")
-    return out
 
 
 def accuracy(questions: Sequence[Question], rank: Ranker) -> Tuple[float, List[str]]:
@@ -102,23 +53,15 @@ def cosine_ranker(encoder_name: str) -> Ranker:
     import torch
 
     from ..agents.selector_encoder import load_encoder
+    from ..graphs.embed import sentence_vectors
 
     encoder, tokenizer = load_encoder(encoder_name)
     encoder.eval()
 
-    def embed(texts: List[str]) -> torch.Tensor:
-        enc = tokenizer(texts, padding=True, truncation=True, max_length=256,
-                        return_tensors="pt")
-        with torch.no_grad():
-            hidden = encoder(input_ids=enc["input_ids"],
-                             attention_mask=enc["attention_mask"]).last_hidden_state
-        mask = enc["attention_mask"].unsqueeze(-1).float()
-        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-        return torch.nn.functional.normalize(pooled, dim=-1)
-
     def rank(passages: Passages, question: str) -> List[str]:
         lines = [f"{t} {s}" for t, ss in passages for s in ss]
-        sims = embed(lines) @ embed([question])[0]
+        sims = sentence_vectors(lines, encoder, tokenizer) @ sentence_vectors(
+            [question], encoder, tokenizer)[0]
         order = torch.sort(sims, descending=True, stable=True).indices.tolist()
         return [lines[i] for i in order]
 
@@ -129,11 +72,11 @@ def selector_ranker(model_file: str, datapath: Optional[str] = None) -> Ranker:
     """Ranking by a trained graph selector (or a ``-m docgraph`` pipeline's selector)."""
     from parlai.core.agents import create_agent_from_model_file
 
-    overrides: Dict[str, Any] = {"datatype": "valid", "interactive_mode": True}
+    overrides: Dict[str, Any] = {"datatype": "valid"}
     if datapath:
         overrides["datapath"] = datapath
     agent = create_agent_from_model_file(model_file, overrides)
-    selector = getattr(agent, "selector", agent)
+    selector = agent if hasattr(agent, "select") else getattr(agent, "selector", None)
     if not hasattr(selector, "select"):
         raise ValueError(f"{model_file}: neither a graph selector nor a -m docgraph pipeline")
 

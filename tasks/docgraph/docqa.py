@@ -1,0 +1,142 @@
+"""
+``docgraph:docqa``: single-turn questions over whole documents, each answered by one
+sentence of its document (issue 14: the questions a user asks in ``parlai interactive
+--documents``).
+
+* ``train``: the bundled training documents (``sample_data/docqa``: Markdown notes, how-tos,
+  biographies told with pronouns, table-like lists, an FAQ, a history, a science text and a
+  travel guide) except :data:`VALID_DOCUMENTS`; ``valid``: those two documents;
+* ``test``: the held-out set (``parlai_docgraph/assets/heldout``): other documents and
+  questions written for evaluation only, never trained or tuned on; the set
+  ``parlai-docgraph heldout_eval`` reports.
+
+Documents are read exactly as ``--documents`` reads them
+(:func:`~parlai_docgraph.agents.interactive.read_document`); a question's knowledge pool is
+its whole document. ``--label-type chosen_sent`` labels with the answering line (``title
+sentence``) among the document's lines; ``response`` labels with the answering sentence
+itself (an extractive reply). Rows of ``questions.jsonl`` are JSON objects with
+``document``, ``question`` and ``answer`` (the exact sentence); a bad row stops the reader
+with file and line.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from parlai.core.message import Message
+from parlai.core.opt import Opt
+from parlai.core.params import ParlaiParser
+
+from parlai_docgraph.agents.interactive import Passages, read_document
+
+from .base import DocgraphDialogTeacher
+from .readers.wow import NO_PASSAGE
+from .wow import TOKEN_KNOWLEDGE, add_knowledge_label_args
+
+DOCQA = Path(__file__).resolve().parent / "sample_data" / "docqa"
+HELDOUT = Path(__file__).resolve().parents[2] / "assets" / "heldout"
+VALID_DOCUMENTS = ("glaciers.txt", "sprint_notes.md")
+FIELDS = ("document", "question", "answer")
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question: its document's passages and the answering ``title sentence`` line."""
+
+    document: str
+    question: str
+    passages: Passages
+    gold: str
+    answer: str
+
+
+def load_questions(folder: "str | Path" = HELDOUT) -> List[Question]:
+    """
+    The questions of ``folder/questions.jsonl`` with their documents. A row that is not a
+    JSON object with :data:`FIELDS`, names a missing document or gives an answer that is not
+    exactly one sentence of its document raises ``ValueError`` naming file and line.
+    """
+    folder = Path(folder)
+    path = folder / "questions.jsonl"
+    docs: Dict[str, Passages] = {}
+    out: List[Question] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{where}: not JSON ({err})") from err
+        if not isinstance(row, dict) or any(not isinstance(row.get(k), str) for k in FIELDS):
+            raise ValueError(f"{where}: a row needs the string fields {', '.join(FIELDS)}")
+        name = row["document"]
+        if name not in docs:
+            if not (folder / name).is_file():
+                raise ValueError(f"{where}: document {name!r} not found in {folder}")
+            docs[name] = read_document(str(folder / name))
+        lines = [f"{t} {s}" for t, ss in docs[name] for s in ss if s == row["answer"]]
+        if len(lines) != 1:
+            raise ValueError(f"{where}: the answer is not one sentence of {name} "
+                             f"({len(lines)} matches): {row['answer']!r}")
+        out.append(Question(name, row["question"], docs[name], lines[0], row["answer"]))
+    if not out:
+        raise ValueError(f"{path}: no questions")
+    return out
+
+
+def question_message(q: Question, label_type: str, separator: bool) -> Message:
+    """The WoW-format message of one question (the fields of ``docgraph:sample``)."""
+    sep = f" {TOKEN_KNOWLEDGE} " if separator else " "
+    lines = [f"{t}{sep}{s}" for t, ss in q.passages for s in ss]
+    plain = [f"{t} {s}" for t, ss in q.passages for s in ss]
+    index = plain.index(q.gold)
+    title = q.gold[: len(q.gold) - len(q.answer) - 1]
+    msg = Message({
+        "id": "docqa", "text": q.question, "chosen_topic": q.passages[0][0],
+        "knowledge": "".join(line + "\n" for line in lines), "title": title,
+        "checked_sentence": q.answer,
+        "knowledge_passages": [[t, list(ss)] for t, ss in q.passages],
+        "checked_sentence_index": index,
+    })
+    if label_type == "response":
+        msg["labels"] = [q.answer]
+    else:
+        msg["labels"] = [lines[index]]
+        msg["label_candidates"] = [f"{NO_PASSAGE} {NO_PASSAGE}"] + lines
+    return msg
+
+
+class DocqaTeacher(DocgraphDialogTeacher):
+    """Document questions (module docstring): train/valid bundled, test the held-out set."""
+
+    @classmethod
+    def add_cmdline_args(
+        cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
+    ) -> ParlaiParser:
+        super().add_cmdline_args(parser, partial_opt)
+        add_knowledge_label_args(parser.add_argument_group("docgraph docqa task"))
+        return parser
+
+    def __init__(self, opt: Opt, shared=None) -> None:
+        opt = Opt(opt)
+        self.label_type = opt.get("label_type", "response")
+        self.separator = bool(opt.get("include_knowledge_separator", False))
+        self.fold = opt["datatype"].split(":")[0]
+        opt["datafile"] = str((HELDOUT if self.fold == "test" else DOCQA) / "questions.jsonl")
+        self.id = "docqa"
+        super().__init__(opt, shared)
+
+    def count_options(self) -> tuple:
+        return super().count_options() + (self.fold,)
+
+    def setup_data(self, datafile: str) -> Iterator[Tuple[Message, bool]]:
+        for q in load_questions(Path(datafile).parent):
+            if self.fold == "train" and q.document in VALID_DOCUMENTS:
+                continue
+            if self.fold == "valid" and q.document not in VALID_DOCUMENTS:
+                continue
+            yield question_message(q, self.label_type, self.separator), True

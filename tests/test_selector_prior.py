@@ -1,0 +1,55 @@
+"""
+``--similarity-prior``: lambda * cosine(last turn, candidate) of the frozen encoder's
+mean-pooled embeddings is added to every candidate's score, in training and inference.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from parlai_docgraph.agents.selector_prior import last_turn
+from parlai_docgraph.graphs.embed import sentence_vectors
+from test_selector_optim import _agent
+
+POOL = [("Bees", ["A hive has a brood box.", "The queen lays eggs in the brood box."]),
+        ("Honey", ["Honey is taken in late summer.", "A colony gives twenty kilograms."])]
+
+
+def test_last_turn():
+    assert last_turn("topic\nfirst\n\nwhen is honey taken?\n") == "when is honey taken?"
+    assert last_turn("") == ""
+
+
+@pytest.mark.parametrize("variant", ["full", "none"])
+def test_a_dominant_prior_ranks_by_cosine(variant, tiny_encoder, datapath):
+    agent = _agent(tiny_encoder, datapath, "--graph-variant", variant,
+                   "--similarity-prior", "10000")
+    question = "earlier turn\nwhen can the honey be taken?"
+    out = agent.select(POOL, question)
+    lines = [f"{t} {s}" for t, ss in POOL for s in ss]
+    enc, tok = agent.prior.encoder, agent.prior.tokenizer
+    cos = sentence_vectors(lines, enc, tok) @ sentence_vectors([last_turn(question)], enc,
+                                                               tok)[0]
+    assert list(out["scores"]) == [lines[i] for i in torch.argsort(cos, descending=True)]
+
+
+def test_prior_shifts_every_logit_by_lambda_cos(tiny_encoder, datapath):
+    """The same weights and batch with and without the prior: the logits (which the ranking
+    loss of training reads through the same ``_forward``) differ by lambda * cos."""
+    from test_graph_selector import _as_eval, _observed
+
+    torch.manual_seed(0)
+    plain = _agent(tiny_encoder, datapath, "--graph-variant", "full")
+    with_prior = _agent(tiny_encoder, datapath, "--graph-variant", "full",
+                        "--similarity-prior", "5")
+    with_prior.model.load_state_dict(plain.model.state_dict())
+    assert plain.prior is None and with_prior.prior is not None
+    obs = _as_eval(_observed(plain, plain.opt, 2))
+    batch_a = plain.batchify(obs)
+    plain.model.eval(), with_prior.model.eval()
+    a = plain._forward(batch_a, with_gold=False).scores
+    b = with_prior._forward(batch_a, with_gold=False).scores
+    expected = with_prior.prior(batch_a.turns, batch_a.candidates)
+    assert torch.allclose(b - a, expected, atol=1e-5)
+    assert expected.abs().max() > 0
