@@ -50,6 +50,8 @@ demo: install
 		--graph-cache memory --graph-memo-size 4000 -bs 8 -lr 3e-3 --gradient-clip 1.0 \
 		--num-negatives 0 --synthetic-dialogues 2000 --synthetic-eval-dialogues 100 \
 		--synthetic-facts 1 --synthetic-turns 1 --datapath $(DATA)
+	@echo "== held-out document questions (documents no model saw): the zoo model's selector against zero-shot MiniLM cosine"
+	$(BIN)/parlai-docgraph heldout_eval --model-files zoo:docgraph/sample/model --datapath $(DATA)
 
 test: install
 	$(BIN)/pytest -q tests

@@ -52,12 +52,17 @@ def test_zero_shot_cosine_has_headroom():
 
 def test_script_rows(model_file, tmp_path):  # noqa: F811
     out = tmp_path / "heldout.json"
-    rows = HeldoutEval.main("--model-files", model_file, "--cosine", "true",
-                            "--out", str(out), "--datapath", str(tmp_path))
+    rows = HeldoutEval.main("--model-files", model_file, "--cosine", "true", "--out", str(out),
+                            "--datapath", str(tmp_path), "--num-questions", "12")
     assert list(rows) == ["zero-shot cosine (minilm-l6)", model_file]
     assert all(0.0 <= a <= 1.0 for a in rows.values())
     data = json.loads(out.read_text())
-    questions = load_questions(HELDOUT)
+    replies = data["systems"][model_file]
+    # extract answers with the selected sentence itself; the 2-step generator does not
+    assert replies["replies_extract"] == {"rouge_L": 1.0, "f1": 1.0}
+    assert 0.0 <= replies["replies_generate"]["rouge_L"] < 1.0
+    questions = load_questions(HELDOUT)[:12]
+    assert len(data["gold"]) == 12
     for system in data["systems"].values():
         for q, line in zip(questions, system["chosen"]):
             assert line in [f"{t} {s}" for t, ss in q.passages for s in ss]

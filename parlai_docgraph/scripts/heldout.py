@@ -86,6 +86,46 @@ def selector_ranker(model_file: str, datapath: Optional[str] = None) -> Ranker:
     return rank
 
 
+def reply_grounding(model_file: str, questions: Sequence[Question], mode: str,
+                    datapath: Optional[str] = None) -> Dict[str, float]:
+    """
+    Mean ROUGE-L F and ParlAI's unigram F1 of a ``-m docgraph`` pipeline's replies against
+    the sentence its selector chose, one single-turn episode per question, with
+    ``--reply-mode mode`` (greedy decoding): how much of the reply is grounded in the
+    knowledge it was given.
+    """
+    from parlai.core.agents import create_agent_from_model_file
+    from parlai.core.metrics import F1Metric
+
+    from ..text_metrics import rouge
+
+    overrides: Dict[str, Any] = {"datatype": "valid", "reply_mode": mode,
+                                 "inference": "greedy"}
+    if datapath:
+        overrides["datapath"] = datapath
+    agent = create_agent_from_model_file(model_file, overrides)
+    if not hasattr(agent, "responder"):
+        raise ValueError(f"{model_file}: reply grounding needs a -m docgraph pipeline")
+    rl, f1 = [], []
+    for q in questions:
+        agent.reset()
+        agent.observe({"text": q.question, "episode_done": True,
+                       "knowledge_passages": [[t, list(ss)] for t, ss in q.passages]})
+        reply = agent.act()
+        chosen, text = reply.get("selected_sentence") or "", reply.get("text") or ""
+        rl.append(rouge(text, [chosen])["rouge_L"] if chosen else 0.0)
+        f1.append(F1Metric.compute(text, [chosen]).value() if chosen else 0.0)
+    return {"rouge_L": sum(rl) / len(rl), "f1": sum(f1) / len(f1)}
+
+
+def is_pipeline(model_file: str) -> bool:
+    """Whether ``model_file`` is a ``-m docgraph`` pipeline (its saved opt says so)."""
+    from parlai.core.opt import Opt
+
+    model = str(Opt.load(f"{model_file}.opt").get("model", ""))
+    return model in ("docgraph", "parlai_docgraph.agents.agents:DocgraphAgent")
+
+
 def table(rows: Sequence[Tuple[str, float]], n: int, docs: int) -> str:
     """The Markdown table of ``(system, accuracy)`` rows."""
     out = [f"| system | selection accuracy ({n} questions, {docs} documents) |", "|---|---|"]
@@ -111,6 +151,12 @@ class HeldoutEval(ParlaiScript):
                            "installed all-MiniLM-L6-v2; or a local directory)")
         group.add_argument("--questions-dir", type=str, default=str(HELDOUT),
                            help="folder with questions.jsonl and its documents")
+        group.add_argument("--replies", type="bool", default=True,
+                           help="for -m docgraph pipelines, also measure how grounded the "
+                           "replies are (ROUGE-L / F1 against the selected sentence) with "
+                           "--reply-mode extract and generate")
+        group.add_argument("--num-questions", type=int, default=0,
+                           help="evaluate only the first N questions (0: all; quick checks)")
         group.add_argument("--out", type=str, default=None,
                            help="also write the figures and per-question choices as JSON")
         return parser
@@ -120,13 +166,18 @@ class HeldoutEval(ParlaiScript):
 
         opt = self.opt
         questions = load_questions(opt["questions_dir"])
+        if opt["num_questions"] > 0:
+            questions = questions[: opt["num_questions"]]
         systems: List[Tuple[str, Ranker]] = []
         if opt["cosine"]:
             systems.append((f"zero-shot cosine ({opt['cosine_encoder']})",
                             cosine_ranker(opt["cosine_encoder"])))
+        pipelines = []
         for name in filter(None, (m.strip() for m in opt["model_files"].split(","))):
             path = resolve(opt["datapath"], name)
             systems.append((name, selector_ranker(path, opt["datapath"])))
+            if is_pipeline(path):
+                pipelines.append((name, path))
         if not systems:
             raise ValueError("heldout_eval: nothing to evaluate (give --model-files or "
                              "--cosine true)")
@@ -137,6 +188,16 @@ class HeldoutEval(ParlaiScript):
             detail[name] = {"accuracy": acc, "chosen": chosen}
         docs = len({q.document for q in questions})
         text = table(rows, len(questions), docs)
+        grounding = []
+        for name, path in pipelines if opt["replies"] else ():
+            for mode in ("extract", "generate"):
+                g = reply_grounding(path, questions, mode, opt["datapath"])
+                grounding.append(f"| {name} | {mode} | {g['rouge_L']:.3f} | {g['f1']:.3f} |")
+                detail[name][f"replies_{mode}"] = g
+        if grounding:
+            text += ("\n\n| model | --reply-mode | reply ROUGE-L vs selected sentence | "
+                     "reply F1 vs selected sentence |\n|---|---|---|---|\n"
+                     + "\n".join(grounding))
         print(text)  # the script's output: the table
         if opt.get("out"):
             write_text_atomic(opt["out"], json.dumps(
