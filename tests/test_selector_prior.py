@@ -21,10 +21,12 @@ def test_last_turn():
     assert last_turn("") == ""
 
 
-@pytest.mark.parametrize("variant", ["full", "none"])
-def test_a_dominant_prior_ranks_by_cosine(variant, tiny_encoder, datapath):
+@pytest.mark.parametrize("variant,encoder", [("full", "shared"), ("none", "frozen")])
+def test_a_dominant_prior_ranks_by_cosine(variant, encoder, tiny_encoder, datapath):
     agent = _agent(tiny_encoder, datapath, "--graph-variant", variant,
-                   "--similarity-prior", "10000")
+                   "--similarity-prior", "10000", "--similarity-prior-encoder", encoder)
+    shared = agent.prior.encoder is agent.model.context_encoder
+    assert shared == (encoder == "shared")
     question = "earlier turn\nwhen can the honey be taken?"
     out = agent.select(POOL, question)
     lines = [f"{t} {s}" for t, ss in POOL for s in ss]
@@ -48,8 +50,30 @@ def test_prior_shifts_every_logit_by_lambda_cos(tiny_encoder, datapath):
     obs = _as_eval(_observed(plain, plain.opt, 2))
     batch_a = plain.batchify(obs)
     plain.model.eval(), with_prior.model.eval()
-    a = plain._forward(batch_a, with_gold=False).scores
-    b = with_prior._forward(batch_a, with_gold=False).scores
-    expected = with_prior.prior(batch_a.turns, batch_a.candidates)
+    with torch.no_grad():
+        a = plain._forward(batch_a, with_gold=False).scores
+        b = with_prior._forward(batch_a, with_gold=False).scores
+    keep = torch.arange(sum(len(c) for c in batch_a.candidates))
+    with torch.no_grad():
+        expected = with_prior.prior(batch_a.turns, batch_a.candidates, keep)
     assert torch.allclose(b - a, expected, atol=1e-5)
     assert expected.abs().max() > 0
+
+
+@pytest.mark.parametrize("encoder", ["shared", "frozen"])
+def test_only_the_shared_prior_trains_the_encoder(encoder, tiny_encoder, datapath):
+    """A training step's loss reaches the encoder through the term with ``shared`` (a
+    bi-encoder fine-tuned with the selector); ``frozen`` keeps a fixed prior."""
+    from test_graph_selector import _observed
+
+    agent = _agent(tiny_encoder, datapath, "--graph-variant", "none", "--similarity-prior",
+                   "5", "--similarity-prior-encoder", encoder)
+    batch = agent.batchify(_observed(agent, agent.opt, 2))
+    agent.model.train()
+    keep = torch.arange(sum(len(c) for c in batch.candidates))
+    term = agent.prior(batch.turns, batch.candidates, keep)
+    assert term.requires_grad == (encoder == "shared")
+    if encoder == "shared":
+        term.sum().backward()
+        grads = [p.grad for p in agent.model.context_encoder.parameters()]
+        assert any(g is not None and g.abs().sum() > 0 for g in grads)

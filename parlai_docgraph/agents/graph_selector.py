@@ -223,30 +223,39 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
                                     coref=opt.get("graph_coref", "rule"),
                                     memo_size=opt.get("graph_memo_size", 256),
                                     embed_cache=embed_cache)
-        self.prior = None
-        if opt.get("similarity_prior", 0.0):
-            prior_encoder = node_encoder
-            if prior_encoder is None:  # text-only variants load no node encoder
-                prior_encoder, _ = load_encoder(opt["encoder_model"])
-                prior_encoder.requires_grad_(False).eval()
-                if self.use_cuda:
-                    prior_encoder.cuda()
-            self.prior = SimilarityPrior(prior_encoder, self.tokenizer,
-                                         opt["similarity_prior"])
         dim = encoder.config.hidden_size
         if variant == "multilevel":
-            return MultiLevelSelector(
+            model = MultiLevelSelector(
                 dim, hidden=opt["gat_hidden"], heads=opt["gat_heads"],
                 num_layers=opt["gat_layers"], dropout=opt["selector_dropout"],
                 alpha=opt["word_loss_alpha"], context_encoder=encoder)
-        return DialogAwareSelector(
-            dim, dim, hidden=opt["selector_hidden"], num_layers=opt["selector_layers"],
-            type_dim=opt["type_dim"], heads=opt["selector_heads"],
-            variant="none" if variant == "paths" else variant,
-            num_negatives=opt["num_negatives"], concept_loss_weight=opt["concept_loss_weight"],
-            share_layers=opt["share_layers"], dropout=opt["selector_dropout"],
-            context_encoder=encoder,
-        )
+        else:
+            model = DialogAwareSelector(
+                dim, dim, hidden=opt["selector_hidden"], num_layers=opt["selector_layers"],
+                type_dim=opt["type_dim"], heads=opt["selector_heads"],
+                variant="none" if variant == "paths" else variant,
+                num_negatives=opt["num_negatives"],
+                concept_loss_weight=opt["concept_loss_weight"],
+                share_layers=opt["share_layers"], dropout=opt["selector_dropout"],
+                context_encoder=encoder,
+            )
+        self.prior = self._build_prior(encoder, node_encoder)
+        return model
+
+    def _build_prior(self, encoder, node_encoder) -> Optional[SimilarityPrior]:
+        """``--similarity-prior`` over the shared (fine-tuned) or a frozen encoder."""
+        opt = self.opt
+        if not opt.get("similarity_prior", 0.0):
+            return None
+        if opt.get("similarity_prior_encoder", "shared") == "shared":
+            return SimilarityPrior(encoder, self.tokenizer, opt["similarity_prior"])
+        frozen = node_encoder
+        if frozen is None:  # text-only variants load no node encoder
+            frozen, _ = load_encoder(opt["encoder_model"])
+            frozen.requires_grad_(False).eval()
+            if self.use_cuda:
+                frozen.cuda()
+        return SimilarityPrior(frozen, self.tokenizer, opt["similarity_prior"])
 
     def init_optim(self, params, optim_states=None, saved_optim_type=None,
                    is_finetune: bool = False) -> bool:
@@ -376,8 +385,8 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         """``out`` with ``--similarity-prior`` added to its scores (see selector_prior)."""
         if self.prior is None or batch.get("candidates") is None:
             return out
-        prior = self.prior(batch.turns, batch.candidates).to(out.scores.device)
-        out.scores = out.scores + prior[out.keep].to(out.scores.dtype)
+        prior = self.prior(batch.turns, batch.candidates, out.keep)
+        out.scores = out.scores + prior.to(out.scores.device, out.scores.dtype)
         return out
 
     def score_candidates(self, batch, cand_vecs=None, cand_encs=None):

@@ -137,29 +137,37 @@ def embed_graph(
     return NodeEmbeddings(vectors=vectors, fallback=fallback)
 
 
+def mean_pooled(texts: Sequence[str], encoder: Any, tokenizer: Any, *, max_length: int = 256
+                ) -> Any:
+    r"""
+    ``[len(texts), dim]`` unit-length mean-pooled embeddings,
+    :math:`e(t) = \frac{\sum_j m_j h_j}{\lVert \sum_j m_j h_j \rVert}` over the attention mask
+    :math:`m` (the pooling sentence-transformers checkpoints such as all-MiniLM-L6-v2 are
+    trained with; their first token is not a sentence embedding), one batch, with gradients
+    when the caller has them on; on the encoder's device.
+    """
+    import torch
+
+    device = next(encoder.parameters()).device
+    enc = tokenizer(list(texts), padding=True, truncation=True, max_length=max_length,
+                    return_tensors="pt")
+    mask = enc["attention_mask"].to(device)
+    hidden = encoder(input_ids=enc["input_ids"].to(device),
+                     attention_mask=mask).last_hidden_state.float()
+    pooled = (hidden * mask.unsqueeze(-1)).sum(1)
+    return torch.nn.functional.normalize(pooled, dim=-1)
+
+
 def sentence_vectors(
     texts: Sequence[str], encoder: Any, tokenizer: Any, *, batch_size: int = 64,
     max_length: int = 256,
 ) -> Any:
-    r"""
-    ``[len(texts), dim]`` unit-length sentence embeddings by mean pooling over the attention
-    mask, :math:`e(t) = \frac{\sum_j m_j h_j}{\lVert \sum_j m_j h_j \rVert}` (the pooling
-    sentence-transformers checkpoints such as all-MiniLM-L6-v2 are trained with; their first
-    token is not a sentence embedding). No gradient; the encoder's device.
-    """
+    """:func:`mean_pooled` embeddings of ``texts`` in batches, without gradients."""
     import torch
 
     if not texts:
         return torch.zeros(0, encoder.config.hidden_size)
-    device = next(encoder.parameters()).device
-    out = []
     with torch.no_grad():
-        for i in range(0, len(texts), batch_size):
-            enc = tokenizer(list(texts[i : i + batch_size]), padding=True, truncation=True,
-                            max_length=max_length, return_tensors="pt")
-            mask = enc["attention_mask"].to(device)
-            hidden = encoder(input_ids=enc["input_ids"].to(device),
-                             attention_mask=mask).last_hidden_state.float()
-            pooled = (hidden * mask.unsqueeze(-1)).sum(1)
-            out.append(torch.nn.functional.normalize(pooled, dim=-1))
-    return torch.cat(out)
+        return torch.cat([mean_pooled(texts[i : i + batch_size], encoder, tokenizer,
+                                      max_length=max_length)
+                          for i in range(0, len(texts), batch_size)])
