@@ -148,22 +148,28 @@ def _sentence_node(graph: Any, sentence: str) -> Optional[int]:
 
 def write_turn_graph(graph: Any, path: str, selection: Dict[str, Any], user_text: str,
                      reply: str) -> Path:
+    """Write :func:`turn_graph_html` to ``path`` (atomically)."""
+    return write_text_atomic(path, turn_graph_html(graph, selection, user_text, reply))
+
+
+def turn_graph_html(graph: Any, selection: Dict[str, Any], user_text: str, reply: str) -> str:
     """
-    Write the HTML of ``graph`` to ``path``: the selected sentence node and the nodes of
-    the top concepts highlighted, the turn in the caption.
+    The HTML page of ``graph``: the selected sentence node and the nodes of the top
+    concepts highlighted, the turn in the caption.
     """
+    from ..graphs.concept_label import concept_label
     from ..graphs.render import render_html
 
     concepts = {c.lower() for c in selection.get("top_concepts") or []}
-    chosen = [n.id for n in graph.nodes if n.type != "sentence" and n.text.lower() in concepts]
+    chosen = [n.id for n in graph.nodes if n.type != "sentence"
+              and (concept_label(n.text, n.kind) or "").lower() in concepts]
     node = _sentence_node(graph, selection.get("sentence") or "")
     if node is not None:
         chosen.append(node)
     caption = (f"user: {user_text} | selected: {selection.get('sentence')} | "
                f"concepts: {', '.join(selection.get('top_concepts') or []) or '-'} | "
                f"reply: {reply}")
-    page = render_html(graph, selected=chosen, title="docgraph: last turn", caption=caption)
-    return write_text_atomic(path, page)
+    return render_html(graph, selected=chosen, title="docgraph: last turn", caption=caption)
 
 
 def build_graph(passages: Passages) -> Any:

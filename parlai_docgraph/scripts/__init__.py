@@ -10,5 +10,6 @@ from . import show_graph  # noqa: F401
 from . import bench  # noqa: F401
 from . import ablate  # noqa: F401
 from . import heldout  # noqa: F401
+from . import chat  # noqa: F401
 from . import bench_selector  # noqa: F401  (registers the "selector" benchmark)
 from . import bench_gsr  # noqa: F401  (registers the "gsr" benchmark)
