@@ -52,6 +52,9 @@ demo: install
 		--synthetic-facts 1 --synthetic-turns 1 --datapath $(DATA)
 	@echo "== held-out document questions (documents no model saw): the zoo model's selector against zero-shot MiniLM cosine"
 	$(BIN)/parlai-docgraph heldout_eval --model-files zoo:docgraph/sample/model --datapath $(DATA)
+	@echo "== chat in the browser over your documents:"
+	@echo "   $(BIN)/parlai-docgraph chat -mf zoo:docgraph/sample/model --datapath $(DATA) --documents parlai_docgraph/assets/demo_document.md"
+	@echo "   then open http://127.0.0.1:8080/"
 
 test: install
 	$(BIN)/pytest -q tests
