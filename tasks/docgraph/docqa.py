@@ -33,8 +33,7 @@ from parlai.core.params import ParlaiParser
 from parlai_docgraph.agents.interactive import Passages, read_document
 
 from .base import DocgraphDialogTeacher
-from .readers.wow import NO_PASSAGE
-from .wow import TOKEN_KNOWLEDGE, add_knowledge_label_args
+from .wow import add_knowledge_label_args, pool_message
 
 DOCQA = Path(__file__).resolve().parent / "sample_data" / "docqa"
 HELDOUT = Path(__file__).resolve().parents[2] / "assets" / "heldout"
@@ -89,25 +88,11 @@ def load_questions(folder: "str | Path" = HELDOUT) -> List[Question]:
 
 
 def question_message(q: Question, label_type: str, separator: bool) -> Message:
-    """The WoW-format message of one question (the fields of ``docgraph:sample``)."""
-    sep = f" {TOKEN_KNOWLEDGE} " if separator else " "
-    lines = [f"{t}{sep}{s}" for t, ss in q.passages for s in ss]
-    plain = [f"{t} {s}" for t, ss in q.passages for s in ss]
-    index = plain.index(q.gold)
-    title = q.gold[: len(q.gold) - len(q.answer) - 1]
-    msg = Message({
-        "id": "docqa", "text": q.question, "chosen_topic": q.passages[0][0],
-        "knowledge": "".join(line + "\n" for line in lines), "title": title,
-        "checked_sentence": q.answer,
-        "knowledge_passages": [[t, list(ss)] for t, ss in q.passages],
-        "checked_sentence_index": index,
-    })
-    if label_type == "response":
-        msg["labels"] = [q.answer]
-    else:
-        msg["labels"] = [lines[index]]
-        msg["label_candidates"] = [f"{NO_PASSAGE} {NO_PASSAGE}"] + lines
-    return msg
+    """The WoW-format message of one question (``response`` labels: the answer itself)."""
+    where = [(p, i) for p, (t, ss) in enumerate(q.passages) for i, x in enumerate(ss)
+             if f"{t} {x}" == q.gold]
+    return pool_message("docqa", q.question, q.passages[0][0], q.passages, where[0],
+                        q.answer, label_type, separator)
 
 
 class DocqaTeacher(DocgraphDialogTeacher):

@@ -64,8 +64,7 @@ from parlai.core.params import ParlaiParser
 
 from .base import DocgraphDialogTeacher
 from .graphs import GraphAttachMixin
-from .readers.wow import NO_PASSAGE
-from .wow import TOKEN_KNOWLEDGE, add_knowledge_label_args
+from .wow import add_knowledge_label_args, pool_message
 
 #: version of the generator; bump when a change alters the examples of a seed
 GENERATOR_VERSION = 1
@@ -256,24 +255,8 @@ def generate(config: SyntheticConfig, split: str) -> Iterator[List[SyntheticTurn
 
 def turn_message(turn: SyntheticTurn, label_type: str, separator: bool) -> Message:
     """The WoW-format message of one turn (the fields of ``docgraph:sample``)."""
-    sep = f" {TOKEN_KNOWLEDGE} " if separator else " "
-    lines = [f"{title}{sep}{s}" for title, sents in turn.passages for s in sents]
-    p, s = turn.gold
-    title, sentence = turn.passages[p][0], turn.passages[p][1][s]
-    index = sum(len(sents) for _, sents in turn.passages[:p]) + s
-    msg = Message({
-        "id": "synthetic", "text": turn.text, "chosen_topic": turn.topic,
-        "knowledge": "".join(line + "\n" for line in lines), "title": title,
-        "checked_sentence": sentence,
-        "knowledge_passages": [[t, list(ss)] for t, ss in turn.passages],
-        "checked_sentence_index": index,
-    })
-    if label_type == "response":
-        msg["labels"] = [turn.response]
-    else:
-        msg["labels"] = [lines[index]]
-        msg["label_candidates"] = [f"{NO_PASSAGE} {NO_PASSAGE}"] + lines
-    return msg
+    return pool_message("synthetic", turn.text, turn.topic, turn.passages, turn.gold,
+                        turn.response, label_type, separator)
 
 
 class SyntheticTeacher(GraphAttachMixin, DocgraphDialogTeacher):

@@ -14,7 +14,7 @@ pool's document graph (``knowledge_graph``, ``knowledge_graph_key``; see :mod:`.
 from __future__ import annotations
 
 import os
-from typing import Iterator, Optional, Tuple
+from typing import Iterator, Optional, Sequence, Tuple
 
 from parlai.core.message import Message
 from parlai.core.opt import Opt
@@ -77,6 +77,35 @@ def knowledge_message(
     if turn.multi_responses:
         msg["multi_eval_labels"] = list(turn.multi_responses)
         msg["multi_checked_sentences"] = list(turn.multi_checked_sentences)
+    return msg
+
+
+def pool_message(
+    teacher_id: str, text: str, topic: str, passages: Sequence[Tuple[str, Sequence[str]]],
+    gold: Tuple[int, int], response: str, label_type: str, separator: bool,
+) -> Message:
+    """
+    A WoW-format message (the fields of ``docgraph:sample``) of a turn over ``passages``
+    whose gold sentence is ``passages[p][1][s]`` for ``gold == (p, s)``: labelled with
+    ``response``, or with the gold knowledge line among the pool's lines (``chosen_sent``).
+    """
+    sep = f" {TOKEN_KNOWLEDGE} " if separator else " "
+    lines = [f"{title}{sep}{s}" for title, sents in passages for s in sents]
+    p, s = gold
+    title, sentence = passages[p][0], passages[p][1][s]
+    index = sum(len(sents) for _, sents in passages[:p]) + s
+    msg = Message({
+        "id": teacher_id, "text": text, "chosen_topic": topic,
+        "knowledge": "".join(line + "\n" for line in lines), "title": title,
+        "checked_sentence": sentence,
+        "knowledge_passages": [[t, list(ss)] for t, ss in passages],
+        "checked_sentence_index": index,
+    })
+    if label_type == "response":
+        msg["labels"] = [response]
+    else:
+        msg["labels"] = [lines[index]]
+        msg["label_candidates"] = [f"{NO_PASSAGE} {NO_PASSAGE}"] + lines
     return msg
 
 
