@@ -308,7 +308,7 @@ def test_train_and_eval_through_parlai(tmp_path, datapath):
     katz = reports["katz"]
     assert katz["path_valid"] == 1.0
     assert 0 <= katz["path@1"] <= katz["path@3"] <= 1
-    for key in ("resp_bleu-1", "resp_rouge_L", "resp_f1", "knowledge_entity_recall", "ret_loss", "gen_loss"):
+    for key in ("resp_bleu-1", "resp_sbleu-1", "resp_rouge_L", "resp_f1", "knowledge_entity_recall", "ret_loss", "gen_loss"):
         assert key in katz, key
     assert reports["none"]["path_valid"] < 1.0
 
