@@ -129,6 +129,7 @@ class GSREvalMixin:
                 tries if constraint != "none" else None,
                 entity_scores=table if constraint in ("katz", "connection") else None,
                 num_beams=beams_n,
+                length_penalty=float(opt.get("gsr_length_penalty", 1.0)),
                 num_return=beams_n,
                 max_new_tokens=longest + 2,
                 alpha=float(opt.get("gsr_alpha", 0.8)),
@@ -228,6 +229,7 @@ class GSREvalMixin:
         hyps = self.gsr().generate_text(
             sources, num_beams=max(self.beam_size, 1), max_new_tokens=self.label_truncate or 64,
             min_length=int(self.opt.get("beam_min_length", 0) or 0),
+            length_penalty=float(self.opt.get("gsr_length_penalty", 1.0)),
         )
         tok = self.dict.hf_tokenizer
         texts = [tok.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False).strip() for ids, _ in hyps]
