@@ -308,7 +308,7 @@ def test_train_and_eval_through_parlai(tmp_path, datapath):
     katz = reports["katz"]
     assert katz["path_valid"] == 1.0
     assert 0 <= katz["path@1"] <= katz["path@3"] <= 1
-    for key in ("resp_bleu-1", "resp_rouge_L", "resp_f1", "knowledge_entity_recall", "ret_loss", "gen_loss"):
+    for key in ("resp_bleu-1", "resp_sbleu-1", "resp_rouge_L", "resp_f1", "knowledge_entity_recall", "ret_loss", "gen_loss"):
         assert key in katz, key
     assert reports["none"]["path_valid"] < 1.0
 
@@ -366,3 +366,16 @@ def test_ablation_option_sets_parse():
         opt = ParlaiParser(True, True).parse_args(args)
         for key, value in {**variant["train"], **variant["eval"]}.items():
             assert opt[key] == value, (name, key)
+
+
+def test_length_penalty_reaches_the_beams(tiny, sample_turns):
+    model, _, inputs = tiny
+    infos = [_info(inputs, a) for a in sample_turns[:2]]
+    sources = [inputs.retrieve_source(c) for c, _, _ in infos]
+    tries = [inputs.trie(c) for _, c, _ in infos]
+    short = model.generate_paths(sources, tries, num_beams=3, num_return=3, max_new_tokens=80, length_penalty=0.0)
+    long_ = model.generate_paths(sources, tries, num_beams=3, num_return=3, max_new_tokens=80, length_penalty=2.0)
+    # HF semantics: beam score = sum log p / len^penalty, so the scores of the best beams change
+    assert [h[0][1] for h in short] != [h[0][1] for h in long_]
+    text = model.generate_text(sources, num_beams=3, max_new_tokens=8, length_penalty=0.0)
+    assert len(text) == len(sources)

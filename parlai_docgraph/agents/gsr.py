@@ -89,7 +89,15 @@ class GSRAgent(GSREvalMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
                        "Katz score, Eq. 6)")
         g.add_argument("--gsr-alpha", type=float, default=0.8,
                        help="alpha of Eq. 3: weight of log p_LM against log p_graph")
-        g.add_argument("--katz-beta", type=float, default=0.1, help="beta of the Katz index (Eq. 6)")
+        g.add_argument("--katz-beta", type=float, default=0.1,
+                       help="beta of the Katz index (Eq. 6): weight beta^k of each k-hop walk "
+                       "between entities; smaller favours short connections (Katz requires "
+                       "beta below 1 / largest adjacency eigenvalue for the full series; here "
+                       "walks stop at --gsr-hops, so any 0 < beta < 1 is finite)")
+        g.add_argument("--gsr-length-penalty", type=float, default=1.0,
+                       help="length penalty of the path-retrieval and response beams (HF generate "
+                       "semantics: beam score = sum log p / length^penalty); default 1.0 is HF's "
+                       "default -- Park et al.'s own value was not verified")
         g.add_argument("--gsr-hops", type=int, default=2, help="K: longest path in hops (Eq. 6)")
         g.add_argument("--slot-tokens", type=int, default=2,
                        help="learnable tokens per [Int]/[Rev] slot (appendix A.1)")

@@ -8,7 +8,12 @@ Recorded per example (ParlAI averages them):
   retrieval step (turns with a gold path only; an unreachable gold path is a miss);
 * ``path_valid`` -- share of first-step beams whose triples all exist in the KG;
 * ``paths_retrieved`` -- number of paths in the retrieved subgraph (iterative retrieval);
-* ``resp_bleu-1..4``, ``resp_rouge_1/2/L``, ``resp_f1`` (ParlAI's ``F1Metric``),
+* ``resp_bleu-1..4`` -- corpus BLEU as Park et al. compute it (NLTK ``corpus_bleu``,
+  whitespace tokens, smoothing method1 with epsilon 1e-12) over everything evaluated:
+  :class:`CorpusBleuMetric` carries the additive n-gram counts, so ParlAI's metric sums
+  across batches, the epoch and worker processes give the exact corpus figure;
+* ``resp_sbleu-1..4`` -- mean sentence-level BLEU (the former ``resp_bleu``);
+* ``resp_rouge_1/2/L``, ``resp_f1`` (ParlAI's ``F1Metric``),
   ``knowledge_entity_recall`` (not KQA; see :mod:`parlai_docgraph.kg.metrics`) -- for the
   generated response, when the stage generates one. They carry a ``resp_`` prefix so they
   never merge with the teacher's own ``f1`` / ``bleu-4`` of the ``text`` field (which, in
@@ -19,7 +24,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from parlai.core.metrics import AverageMetric, F1Metric
+from parlai.core.metrics import AverageMetric, F1Metric, Metric
 from parlai.core.torch_agent import Output
 
 from parlai_docgraph.kg import fields as kg_fields
@@ -30,6 +35,33 @@ from parlai_docgraph.kg.subgraph import Path, path_triples
 from parlai_docgraph.text_metrics import rouge
 
 Beams = List[Optional[Path]]
+
+
+class CorpusBleuMetric(Metric):
+    """
+    Corpus BLEU-``n`` as a ParlAI metric: holds :func:`kgm.bleu_stats` (hypothesis and
+    closest reference lengths, clipped n-gram matches and totals), which ``+`` sums, and
+    reports :func:`kgm.bleu_from_stats` -- equal to NLTK ``corpus_bleu`` over every
+    example added, whatever the batching or number of processes.
+    """
+
+    __slots__ = ("_n", "_stats")
+
+    @property
+    def macro_average(self) -> bool:
+        return False
+
+    def __init__(self, n: int, stats: Sequence[float]) -> None:
+        self._n = int(n)
+        self._stats = tuple(float(x) for x in stats)
+
+    def __add__(self, other: Optional["CorpusBleuMetric"]) -> "CorpusBleuMetric":
+        if other is None:
+            return self
+        return type(self)(self._n, [a + b for a, b in zip(self._stats, other._stats)])
+
+    def value(self) -> float:
+        return kgm.bleu_from_stats(self._stats, self._n)
 
 
 def example_kg(info: dict) -> Optional[KnowledgeGraph]:
@@ -97,6 +129,7 @@ class GSREvalMixin:
                 tries if constraint != "none" else None,
                 entity_scores=table if constraint in ("katz", "connection") else None,
                 num_beams=beams_n,
+                length_penalty=float(opt.get("gsr_length_penalty", 1.0)),
                 num_return=beams_n,
                 max_new_tokens=longest + 2,
                 alpha=float(opt.get("gsr_alpha", 0.8)),
@@ -150,22 +183,26 @@ class GSREvalMixin:
     def _response_metrics(self, infos, texts: List[str]) -> None:
         cols: Dict[str, List[Optional[float]]] = {}
         f1s = []
+        corpus: List[Optional[List[int]]] = []
         for info, text in zip(infos, texts):
             refs = info["labels"]
             row: Dict[str, Optional[float]] = {}
+            corpus.append(kgm.bleu_stats(text, refs) if refs else None)
             if refs:
-                row.update({f"resp_{k}": v for k, v in kgm.bleu(text, refs).items()})
+                row.update({f"resp_s{k}": v for k, v in kgm.bleu(text, refs).items()})
                 row.update({f"resp_{k}": v for k, v in rouge(text, refs).items()})
                 row["knowledge_entity_recall"] = kgm.knowledge_entity_recall(text, [path_triples(p) for p in info["gold"]])
                 f1s.append(F1Metric.compute(text, refs))
             else:
                 f1s.append(AverageMetric(0, 0))
-            for k in ("resp_bleu-1", "resp_bleu-2", "resp_bleu-3", "resp_bleu-4",
+            for k in ("resp_sbleu-1", "resp_sbleu-2", "resp_sbleu-3", "resp_sbleu-4",
                       "resp_rouge_1", "resp_rouge_2", "resp_rouge_L", "knowledge_entity_recall"):
                 cols.setdefault(k, []).append(row.get(k))
         for k, vals in cols.items():
             self._record(k, vals)
         self.record_local_metric("resp_f1", f1s)
+        for n in range(1, 5):
+            self.record_local_metric(f"resp_bleu-{n}", [CorpusBleuMetric(n, st or [0] * 10) for st in corpus])
 
     # ------------------------------------------------------------------ eval
     def eval_step(self, batch):
@@ -192,6 +229,7 @@ class GSREvalMixin:
         hyps = self.gsr().generate_text(
             sources, num_beams=max(self.beam_size, 1), max_new_tokens=self.label_truncate or 64,
             min_length=int(self.opt.get("beam_min_length", 0) or 0),
+            length_penalty=float(self.opt.get("gsr_length_penalty", 1.0)),
         )
         tok = self.dict.hf_tokenizer
         texts = [tok.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False).strip() for ids, _ in hyps]

@@ -24,6 +24,7 @@ Response (Table 1-2):
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Dict, List, Optional, Sequence
 
@@ -69,13 +70,63 @@ def bleu(hypothesis: str, references: Sequence[str], max_n: int = 4) -> Dict[str
     return out
 
 
-def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], max_n: int = 4) -> Dict[str, float]:
+#: epsilon of NLTK smoothing ``method1`` in Park et al.'s evaluator (anchors.md 2.7);
+#: NLTK's own default is 0.1.
+PARK_EPSILON = 1e-12
+
+
+def bleu_stats(hypothesis: str, references: Sequence[str], max_n: int = 4) -> List[int]:
+    """
+    Additive sufficient statistics of corpus BLEU for one example:
+    ``[hyp_len, closest_ref_len, num_1, den_1, ..., num_max_n, den_max_n]`` with NLTK's
+    clipped n-gram counts (``modified_precision``) and ``closest_ref_length``. Summing
+    these over a corpus (in any order, across processes) and passing the sum to
+    :func:`bleu_from_stats` gives exactly NLTK ``corpus_bleu``.
+    """
+    from nltk.translate.bleu_score import closest_ref_length, modified_precision
+
+    hyp = _tokens(hypothesis)
+    refs = [_tokens(r) for r in references if r is not None]
+    out = [len(hyp), closest_ref_length(refs, len(hyp)) if refs else 0]
+    for n in range(1, max_n + 1):
+        if not refs:
+            out += [0, max(0, len(hyp) - n + 1)]
+            continue
+        p = modified_precision(refs, hyp, n)
+        out += [int(p.numerator), int(p.denominator)]
+    return out
+
+
+def bleu_from_stats(stats: Sequence[float], n: int, epsilon: float = PARK_EPSILON) -> float:
+    """
+    Corpus BLEU-``n`` from summed :func:`bleu_stats`:
+    ``BP * exp(sum_{i<=n} (1/n) log p_i)``, ``p_i = num_i / den_i`` (``(num_i + eps) / den_i``
+    when ``num_i = 0``, smoothing method1), ``BP = 1`` if ``c > r`` else ``exp(1 - r / c)``;
+    0 when no unigram matches (as NLTK).
+    """
+    from nltk.translate.bleu_score import brevity_penalty
+
+    hyp_len, ref_len = int(stats[0]), int(stats[1])
+    nums = [stats[2 + 2 * i] for i in range(n)]
+    dens = [stats[3 + 2 * i] for i in range(n)]
+    if not nums or nums[0] == 0:
+        return 0.0
+    logs = 0.0
+    for num, den in zip(nums, dens):
+        if den == 0:
+            return 0.0
+        logs += math.log((num if num else epsilon) / den)
+    return float(brevity_penalty(ref_len, hyp_len) * math.exp(logs / n))
+
+
+def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], max_n: int = 4,
+                epsilon: float = PARK_EPSILON) -> Dict[str, float]:
     """Corpus BLEU-1..``max_n`` (NLTK ``corpus_bleu``, smoothing method1), as the paper's code."""
     from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu as nltk_corpus_bleu
 
     hyps = [_tokens(h) for h in hypotheses]
     refs = [[_tokens(r) for r in rs] for rs in references]
-    smooth = SmoothingFunction().method1
+    smooth = SmoothingFunction(epsilon=epsilon).method1
     return {
         f"bleu-{n}": float(nltk_corpus_bleu(refs, hyps, weights=tuple([1.0 / n] * n), smoothing_function=smooth))
         for n in range(1, max_n + 1)

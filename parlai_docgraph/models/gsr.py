@@ -230,6 +230,7 @@ class GSRModel(nn.Module):
         num_return: int = 5,
         max_new_tokens: int = 64,
         alpha: float = 0.8,
+        length_penalty: float = 1.0,
     ) -> List[List[Tuple[List[int], float]]]:
         """
         Top ``num_return`` beams per source as ``(ids without start/pad, score)``.
@@ -263,6 +264,7 @@ class GSRModel(nn.Module):
             num_beams=num_beams,
             num_return_sequences=min(num_return, num_beams),
             max_new_tokens=max_new_tokens,
+            length_penalty=length_penalty,
             do_sample=False,
             early_stopping=False,  # True stops once junk (-1e9) beams fill the finished list
             logits_processor=procs,
@@ -302,7 +304,8 @@ class GSRModel(nn.Module):
 
     @torch.no_grad()
     def generate_text(
-        self, sources: Sequence[Sequence[int]], num_beams: int = 1, max_new_tokens: int = 64, min_length: int = 0
+        self, sources: Sequence[Sequence[int]], num_beams: int = 1, max_new_tokens: int = 64, min_length: int = 0,
+        length_penalty: float = 1.0,
     ) -> List[Tuple[List[int], float]]:
         """Best response ids (no start/EOS) and score per source (Eq. 7 input)."""
         if not sources:
@@ -314,6 +317,7 @@ class GSRModel(nn.Module):
             num_beams=max(num_beams, 1),
             max_new_tokens=max_new_tokens,
             min_length=min_length,
+            length_penalty=length_penalty,
             do_sample=False,
             output_scores=True,
             return_dict_in_generate=True,
