@@ -52,19 +52,15 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
-import os
 import random
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-from parlai.core.message import Message
 from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 
-from .base import DocgraphDialogTeacher
-from .graphs import GraphAttachMixin
-from .wow import add_knowledge_label_args, pool_message
+from .generated import GeneratedTaskTeacher, GeneratedTurn
+from .wow import add_knowledge_label_args
 
 #: version of the generator; bump when a change alters the examples of a seed
 GENERATOR_VERSION = 1
@@ -194,18 +190,7 @@ def article(noun: str) -> str:
     return f"{'an' if noun[0] in 'aeiou' else 'a'} {noun}"
 
 
-@dataclass
-class SyntheticTurn:
-    """One example: the pool, the question, the gold ``(passage, sentence)`` and a reply."""
-
-    passages: List[Tuple[str, List[str]]]
-    text: str
-    gold: Tuple[int, int]
-    response: str
-    topic: str
-
-
-def generate_dialogue(rng: random.Random, config: SyntheticConfig, split: str) -> List[SyntheticTurn]:
+def generate_dialogue(rng: random.Random, config: SyntheticConfig, split: str) -> List[GeneratedTurn]:
     """One dialogue: a pool of biographies and ``turns`` questions about one person."""
     firsts, surnames = name_pool(split, config.unseen)
     gender = rng.choice(sorted(firsts))
@@ -234,7 +219,7 @@ def generate_dialogue(rng: random.Random, config: SyntheticConfig, split: str) -
     for t, r in enumerate(rng.sample(relations, config.turns)):
         who = GUEST if config.cue == "president" else f"the {jobs[target]}"
         question = r.question.format(name=f"{who} {names[target]}")
-        turns.append(SyntheticTurn(
+        turns.append(GeneratedTurn(
             passages=passages, text=question if t == 0 else f"And {question[0].lower()}{question[1:]}",
             gold=where[(target, r.name)],
             response=r.fact.format(subj=names[target], value=values[r.name][target]),
@@ -242,7 +227,7 @@ def generate_dialogue(rng: random.Random, config: SyntheticConfig, split: str) -
     return turns
 
 
-def generate(config: SyntheticConfig, split: str) -> Iterator[List[SyntheticTurn]]:
+def generate(config: SyntheticConfig, split: str) -> Iterator[List[GeneratedTurn]]:
     """The dialogues of ``split`` (``train``/``valid``/``test``), a pure function of ``config``."""
     if split not in ("train", "valid", "test"):
         raise ValueError(f"docgraph:synthetic: unknown split {split!r}")
@@ -253,19 +238,13 @@ def generate(config: SyntheticConfig, split: str) -> Iterator[List[SyntheticTurn
         yield generate_dialogue(rng, config, split)
 
 
-def turn_message(turn: SyntheticTurn, label_type: str, separator: bool) -> Message:
-    """The WoW-format message of one turn (the fields of ``docgraph:sample``)."""
-    return pool_message("synthetic", turn.text, turn.topic, turn.passages, turn.gold,
-                        turn.response, label_type, separator)
-
-
-class SyntheticTeacher(GraphAttachMixin, DocgraphDialogTeacher):
+class SyntheticTeacher(GeneratedTaskTeacher):
     """
     The generated structure-only task (module docstring); ``:topic_split`` (default):
     unseen people in valid/test; ``:random_split``: people drawn from all names.
     """
 
-    TASK_OPTIONS = (("topic_split", "random_split"),)
+    TASK_NAME = "synthetic"
 
     @classmethod
     def add_cmdline_args(
@@ -298,37 +277,17 @@ class SyntheticTeacher(GraphAttachMixin, DocgraphDialogTeacher):
                            help="generator seed (each split has its own stream)")
         return parser
 
-    def __init__(self, opt: Opt, shared=None) -> None:
-        opt = Opt(opt)
-        self.label_type = opt.get("label_type", "response")
-        self.separator = bool(opt.get("include_knowledge_separator", False))
-        split = self.parse_task_options(opt.get("task", ""))[0]
-        self.config = SyntheticConfig(
+    def make_config(self, opt: Opt, unseen: bool) -> SyntheticConfig:
+        return SyntheticConfig(
             dialogues=opt.get("synthetic_dialogues", 300),
             eval_dialogues=opt.get("synthetic_eval_dialogues", 60),
             people=opt.get("synthetic_people", 4), facts=opt.get("synthetic_facts", 3),
             turns=opt.get("synthetic_turns", 2), seed=opt.get("synthetic_seed", 0),
             occupations=opt.get("synthetic_occupations", len(OCCUPATIONS)),
-            cue=opt.get("synthetic_cue", "president"),
-            unseen=split == "topic_split")
-        self.config.check()  # a bad size fails here, before ParlAI's loaders
-        self.fold = opt["datatype"].split(":")[0]
-        # ParlAI wants a datafile; ours names the generated stream (nothing is read)
-        opt["datafile"] = f"synthetic:{self.fold}"
-        self.id = "synthetic"
-        super().__init__(opt, shared)
+            cue=opt.get("synthetic_cue", "president"), unseen=unseen)
 
-    def count_options(self) -> tuple:
-        return super().count_options() + (self.label_type, repr(self.config), GENERATOR_VERSION)
+    def generate(self, split: str) -> Iterator[List[GeneratedTurn]]:
+        return generate(self.config, split)
 
-    def length_cache_path(self, opt: Opt) -> str:
-        """Streaming-mode counts, keyed by the generator options (no file to stat)."""
-        key = hashlib.sha256(f"{self.fold}\0{self.count_options()}".encode()).hexdigest()[:20]
-        folder = os.path.join(opt["datapath"], "docgraph_cache", "lengths")
-        os.makedirs(folder, exist_ok=True)
-        return os.path.join(folder, f"SyntheticTeacher-{key}.lengths")
-
-    def setup_data(self, datafile: str) -> Iterator[Tuple[Message, bool]]:
-        for turns in generate(self.config, self.fold):
-            for i, turn in enumerate(turns):
-                yield turn_message(turn, self.label_type, self.separator), i == 0
+    def generator_version(self) -> int:
+        return GENERATOR_VERSION
