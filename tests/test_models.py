@@ -498,3 +498,20 @@ def test_models_import_no_parlai() -> None:
     code = ("import sys, parlai_docgraph.models; "
             "sys.exit(any(m == 'parlai' or m.startswith('parlai.') for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+
+
+def test_multilevel_alpha_one_is_the_graph_row_and_zero_is_refused() -> None:
+    """Eq. 9 weighs the knowledge loss by alpha: alpha = 1 (Table 2 '+ Graph') leaves the
+    word head (W_a) without gradient while the segment head trains; alpha = 0 would train the
+    word task alone and is refused, naming the option."""
+    b = _ml_batch()
+    torch.manual_seed(0)
+    model = MultiLevelGAT(16, hidden=8, heads=3, num_layers=2, alpha=1.0)
+    _, (loss, parts) = _ml_loss(model, b)
+    torch.testing.assert_close(loss, parts["loss_know"])
+    loss.backward()
+    assert float(model.lin_a.weight.grad.abs().sum()) == 0.0
+    assert float(model.lin_p.weight.grad.abs().sum()) > 0.0
+    for bad in (0.0, -0.5, 1.5):
+        with pytest.raises(ValueError, match="--word-loss-alpha"):
+            MultiLevelGAT(16, hidden=8, heads=3, num_layers=2, alpha=bad)

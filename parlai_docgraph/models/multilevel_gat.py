@@ -94,6 +94,13 @@ class MultiLevelGAT(nn.Module):
         no_passage_embedding: bool = True,
     ) -> None:
         super().__init__()
+        if not 0.0 < alpha <= 1.0:
+            # alpha = 0 would train the word-node task alone: the segment scores (what the
+            # model selects with) would get no gradient
+            raise ValueError(
+                f"--word-loss-alpha must be in (0, 1] (Zhang & Tan Eq. 9: alpha weighs the "
+                f"knowledge loss; 0.5 = the full model, 1 = the '+ Graph' row without the "
+                f"word-node task), got {alpha}")
         self.alpha = alpha
         self.gats = nn.ModuleList()
         for layer in range(num_layers):
