@@ -268,3 +268,39 @@ def test_multiprocessing_train_on_cpu(tmp_path, datapath):
     report = _report(out.stdout + "\n" + out.stderr, "test:")
     assert report["exs"] == 20 and 0.0 <= report["know_acc"] <= 1.0
     assert Path(str(mf)).exists()
+
+
+def test_context_is_the_last_two_turns_by_default(tiny_encoder, datapath):
+    """Li Eq. 1: x is the most recent two turns (``--context-turns 2``); 0 keeps the whole
+    history. On the sample's chosen_sent messages (previous wizard turn + apprentice turn)
+    later turns of an episode have a longer history than two lines."""
+    from parlai_docgraph.agents.graph_selector import recent_turns
+
+    assert recent_turns("a\nb\nc", 2) == "b\nc" and recent_turns("a\nb\nc", 0) == "a\nb\nc"
+    assert recent_turns("only", 2) == "only"
+    agent, opt = _agent(tiny_encoder, datapath, "--graph-variant", "none")
+    whole, whole_opt = _agent(tiny_encoder, datapath, "--graph-variant", "none",
+                              "--context-turns", "0")
+    two = [o["full_text"] for o in _observed(agent, opt, 6)]
+    full = [o["full_text"] for o in _observed(whole, whole_opt, 6)]
+    assert all(len(t.split("\n")) <= 2 for t in two)
+    longer = [(t, f) for t, f in zip(two, full) if t != f]
+    assert longer, full  # some turn has more history than two utterances
+    for t, f in longer:
+        assert f.endswith(t) and len(f.split("\n")) > 2
+
+
+def test_labelled_messages_without_candidates_fail_at_once(tmp_path, datapath, tiny_encoder):
+    """A WoW-format task without ``--label-type chosen_sent`` (response labels, no knowledge
+    candidates, as ``docgraph:wow`` train) used to train on zero examples and crash at
+    validation with KeyError 'know_acc'; now the first message stops the run, naming the
+    option."""
+    out = run_cli(["parlai", "train_model", "-m", "docgraph/graph_selector", "-t",
+                   "docgraph:synthetic", "--synthetic-dialogues", "3",
+                   "--synthetic-eval-dialogues", "2",
+                   "--datapath", str(datapath), "--encoder-model",
+                   tiny_encoder, "--graph-variant", "none", "-mf", str(tmp_path / "m"),
+                   "--max-train-steps", "2", *SMALL], cwd=tmp_path)
+    assert out.returncode != 0
+    assert "--label-type chosen_sent" in out.stderr and "KeyError" not in out.stderr, \
+        out.stderr[-2000:]

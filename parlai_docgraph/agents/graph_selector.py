@@ -101,7 +101,8 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
             "extended (DocumentGraph.extend) as new passages arrive")
         group.add_argument("--word-loss-alpha", type=float, default=0.5,
                            help="multilevel: alpha of Zhang & Tan Eq. 9, L = alpha L_know + "
-                           "(1 - alpha) L_word (the word-node auxiliary loss; paper: 0.5)")
+                           "(1 - alpha) L_word, in (0, 1]: 0.5 = the full model (paper), "
+                           "1 = the Table 2 '+ Graph' row (no word-node task)")
         group.add_argument("--gat-hidden", type=int, default=128,
                            help="multilevel: GAT hidden size per head (paper: 128)")
         group.add_argument("--gat-heads", type=int, default=3,
@@ -134,6 +135,10 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
                            help="beta of Eq. 8: weight of the concept-node loss (Eq. 7)")
         group.add_argument("--selector-dropout", type=float, default=0.0,
                            help="dropout on EGAT attention coefficients")
+        group.add_argument("--context-turns", type=int, default=2,
+                           help="dialogue context x of Eq. 1: the last N utterances of the "
+                           "history (lines; a WoW chosen_sent message is the previous wizard "
+                           "turn + the apprentice turn); Li et al.: 2; 0: the whole history")
         group.add_argument("--pair-truncate", type=int, default=256,
                            help="token limit of each [sentence; dialogue context] pair; "
                            "the oldest context tokens are cut first")
@@ -283,6 +288,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         """TorchAgent's observe, plus the message's ``--background`` pool (per episode)."""
         if self._episode_over:
             self.background.reset()
+        check_has_candidates(observation)
         obs = super().observe(observation)
         self._episode_over = bool(obs.get("episode_done"))
         if (self.graphs.uses_graph and not obs.is_padding() and "text" in obs
@@ -299,10 +305,12 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         self._episode_over = False
 
     def _set_text_vec(self, obs, history, truncate):
-        """Keep the dialogue history string; the HF tokenizer runs in ``batchify``."""
+        """Keep the dialogue context string (``--context-turns``); the HF tokenizer runs in
+        ``batchify``."""
         if "text" in obs and "full_text" not in obs:
             text = history.get_history_str()
-            obs["full_text"] = text if text is not None else obs["text"]
+            obs["full_text"] = recent_turns(text if text is not None else obs["text"],
+                                            self.opt.get("context_turns", 2))
         return obs
 
     def _set_label_vec(self, obs, add_start, add_end, truncate):
@@ -462,6 +470,33 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
                     self.record_local_metric(name, values)
         return Output(r["preds"], r["cands"], candidate_scores=r["scores"],
                       top_concepts=concepts)
+
+
+def check_has_candidates(msg) -> None:
+    """
+    ``ValueError`` for a labelled message without knowledge candidates: the selector ranks
+    ``label_candidates`` and would otherwise skip every such example (``exps: 0``) and fail
+    later for want of ``know_acc``.
+    """
+    if msg is None or not hasattr(msg, "get") or msg.get("batch_padding"):
+        return
+    labelled = msg.get("labels") or msg.get("eval_labels")
+    if "text" in msg and labelled and not msg.get("label_candidates"):
+        raise ValueError(
+            f"docgraph/graph_selector: a message of {msg.get('id', 'the task')!r} has labels "
+            "but no knowledge candidates (label_candidates), so there is nothing to rank. "
+            "For the docgraph WoW-format teachers and ParlAI's wizard_of_wikipedia set "
+            "--label-type chosen_sent (the knowledge sentence becomes the label and the pool "
+            "the candidates).")
+
+
+def recent_turns(history: str, turns: int) -> str:
+    """The last ``turns`` newline-separated utterances of ``history`` (all when ``turns``
+    is 0 or less)."""
+    if turns <= 0:
+        return history
+    lines = [line for line in history.split("\n") if line.strip()]
+    return "\n".join(lines[-turns:]) if lines else history
 
 
 def _passages_or_empty(obs) -> List:
