@@ -97,10 +97,12 @@ def test_graph_paths_linearization():
 
 
 def test_paths_variant_concatenates_paths_to_candidates(tiny_encoder, datapath):
-    agent, opt = _agent(tiny_encoder, datapath, "--graph-variant", "paths")
+    # 256-token pairs (the default): room for paths after the sample's long sentences
+    agent, opt = _agent(tiny_encoder, datapath, "--graph-variant", "paths",
+                        "--pair-truncate", "256")
     obs = _observed(agent, opt, 2)
     batch = agent.batchify(_as_eval(obs))
-    plain, _ = _agent(tiny_encoder, datapath, "--graph-variant", "none")
+    plain, _ = _agent(tiny_encoder, datapath, "--graph-variant", "none", "--pair-truncate", "256")
     base = plain.batchify(_as_eval(_observed(plain, opt, 2)))
     assert batch.get("graph_x") is None  # text only: the model is the ranking cross-encoder
     from parlai_docgraph.agents.selector_messages import candidate_sentences
@@ -116,6 +118,29 @@ def test_paths_variant_concatenates_paths_to_candidates(tiny_encoder, datapath):
     assert changed.tolist() == with_paths and sum(with_paths) > len(with_paths) // 2
     text = agent.tokenizer.decode(batch.cand_input_ids[1], skip_special_tokens=True)
     assert "(" in text and "," in text
+
+
+def test_paths_inputs_always_keep_the_candidate(tiny_encoder, datapath):
+    """Long path texts used to push the candidate out (the pair was cut from the left,
+    longest first): with the default 256-token pairs and a short 48-token limit, every
+    encoded input holds its candidate's own tokens right after [CLS], and at most
+    ``--path-max-tuples`` tuples are added."""
+    for limit in ("256", "48"):
+        agent, opt = _agent(tiny_encoder, datapath, "--graph-variant", "paths",
+                            "--pair-truncate", limit, "--path-hops", "4")
+        obs = _observed(agent, opt, 4)
+        batch = agent.batchify(_as_eval(obs))
+        tok = agent.tokenizer
+        ids = batch.cand_input_ids.tolist()
+        flat = [c for cands in batch.candidates for c in cands]
+        assert len(flat) == len(ids)
+        for row, cand in zip(ids, flat):
+            own = tok(cand, add_special_tokens=False)["input_ids"]
+            if len(own) + 3 > int(limit) // 2:
+                continue  # a candidate longer than half the pair is not extended
+            assert row[1 : 1 + len(own)] == own, (cand, tok.decode(row))
+            first = row[1 + len(own) : row.index(tok.sep_token_id)]  # the paths part
+            assert tok.decode(first).count("(") <= 10
 
 
 # ---------------------------------------------------------------- background

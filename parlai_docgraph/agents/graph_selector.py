@@ -112,6 +112,10 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         group.add_argument("--path-hops", type=int, default=2,
                            help="paths: breadth-first hops from a candidate's concepts along "
                            "role and coreference edges (the paper gives no limit)")
+        group.add_argument("--path-max-tuples", type=int, default=10,
+                           help="paths: at most this many tuples per candidate, in BFS order "
+                           "(the paper gives no limit; 0: no cap). The path text is also cut "
+                           "to half of --pair-truncate so the candidate is never dropped")
         group.add_argument(
             "--encoder-model", type=str, default=MINILM,
             help="context/sentence encoder (Eq. 1) and, frozen, node-feature encoder: "
@@ -352,7 +356,8 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
                          multi_reference_gold(ex, cs, pool or _passages_or_empty(ex)))
         fields = collate_examples(self.graphs, passages, cands, gold, contexts,
                                   self.tokenizer, self.opt.get("pair_truncate", 256), bases,
-                                  self.opt.get("path_hops", 2))
+                                  self.opt.get("path_hops", 2),
+                                  self.opt.get("path_max_tuples", 10) or None)
         for key, value in fields.items():
             batch[key] = value
         batch["candidates"] = cands

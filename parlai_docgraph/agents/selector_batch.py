@@ -204,18 +204,38 @@ def shuffled_order(n: int, rng: random.Random) -> List[int]:
     return order
 
 
+def with_paths(candidate: str, paths: str, tokenizer: Any, budget: int) -> str:
+    """
+    ``"{candidate} {paths}"`` with ``paths`` cut on a token boundary so that the whole first
+    segment takes at most ``budget`` tokens (the candidate is never cut here). The pair is
+    then truncated ``longest_first``: a first segment within half the limit leaves the
+    trimming to the (left-cut) context, so the candidate reaches the encoder.
+    """
+    if not paths:
+        return candidate
+    room = budget - len(tokenizer.tokenize(candidate)) - 3  # [CLS] and two [SEP]
+    if room <= 0:
+        return candidate
+    offsets = tokenizer(paths, add_special_tokens=False,
+                        return_offsets_mapping=True)["offset_mapping"]
+    if len(offsets) > room:
+        paths = paths[: offsets[room - 1][1]]
+    return f"{candidate} {paths}"
+
+
 def collate_examples(
     provider: Optional[GraphProvider], passages: Sequence[Passages],
     candidates: Sequence[Sequence[str]], gold: Sequence[int], contexts: Sequence[str],
     tokenizer: Any, max_length: int, bases: Optional[Sequence[Optional[Passages]]] = None,
-    path_hops: int = 2,
+    path_hops: int = 2, path_max_tuples: Optional[int] = 10,
 ) -> Dict[str, Any]:
     """
     Flat batch fields for ``B`` examples (candidates already in the order to score them).
 
     Tensor fields: ``cand_input_ids`` / ``cand_attention_mask`` (/ ``cand_token_type_ids``)
     ``[C, T]`` (Eq. 1 input ``[s_i; x]``, the context truncated from the left; ``paths``:
-    ``s_i`` followed by its linearized graph paths), ``cand2example`` ``[C]``, ``gold``
+    ``s_i`` followed by at most ``path_max_tuples`` path tuples, cut to fit half of
+    ``max_length`` so the candidate itself always survives), ``cand2example`` ``[C]``, ``gold``
     ``[B]`` (-1: label not among the candidates), and with node features ``graph_x``,
     ``graph_edge_index``, ``graph_node_type``, ``graph_edge_type``, ``graph_node_passage``
     (passage ids unique across the batch), ``cand_node`` ``[C]``, ``concept_index`` ``[M]``
@@ -233,8 +253,9 @@ def collate_examples(
 
         for b, eg in enumerate(graphs):
             for i, s in enumerate(sents[b]):
-                paths = linearized_paths(eg.graph, s, path_hops) if s >= 0 else ""
-                texts[b][i] = f"{texts[b][i]} {paths}" if paths else texts[b][i]
+                paths = (linearized_paths(eg.graph, s, path_hops, path_max_tuples)
+                         if s >= 0 else "")
+                texts[b][i] = with_paths(texts[b][i], paths, tokenizer, max_length // 2)
     flat_cands = [c for cands in texts for c in cands]
     flat_ctx = [ctx for ctx, cands in zip(contexts, candidates) for _ in cands]
     side = getattr(tokenizer, "truncation_side", "right")
