@@ -82,6 +82,17 @@ def test_paper_example_steps():
     assert graph.meta["builder"] == "multilevel" and graph.meta["coref"] == RuleCoref.version
 
 
+def test_conjuncts_share_preposition_bridges():
+    """Zhang & Tan step 3: conjoined words share *all* edges, the preposition bridges too
+    (they used to get copies of dependency edges only)."""
+    graph = build_multilevel_graph([("T", ["Berlin was the owner of a theatre and a studio.",
+                                           "Berlin was an owner and founder of the Music Box "
+                                           "Theatre."])])
+    bridges = links(graph, "prep_bridge")
+    assert {("owner", "theatre"), ("owner", "studio")} <= bridges
+    assert {("owner", "Music Box Theatre"), ("founder", "Music Box Theatre")} <= bridges
+
+
 def test_switches_and_per_document_merging():
     graph = build_multilevel_graph(
         [BERLIN, ("Broadway", ["Broadway was busy."])],

@@ -67,9 +67,10 @@ def key_backends(builder: str, items: Sequence[Tuple[str, Sequence[str]]], parse
         sentences = [s for _, sents in items for s in sents]
         return [parser.cache_token(sentences), coref.describe()]
     from .coref import RuleCoref
+    from .multilevel import BUILDER_VERSION
     from .parsers.dep import DepParser
 
-    return [DepParser(model).describe(), RuleCoref.version]
+    return [DepParser(model).describe(), RuleCoref.version, f"multilevel-v{BUILDER_VERSION}"]
 
 
 def in_shard(key: str, shard: Tuple[int, int]) -> bool:

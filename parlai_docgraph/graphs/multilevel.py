@@ -12,7 +12,9 @@ Zhang & Tan (3.2) multi-level document semantic graph: topic, segment and word n
    node) and adjacent tokens with the same POS form one word unit ("Irving Berlin", "Music
    Box Theatre"). Dependency arcs between units become ``word_word`` edges (head -> dependent).
 3. Conjunction sharing: a unit conjoined to another (``conj``) receives copies of all that
-   unit's ``word_word`` edges. Preposition bridging: ``prep_bridge`` edge from the
+   unit's edges, ``word_word`` and ``prep_bridge`` ("owner and founder of the theatre":
+   both bridge to "theatre"; the paper: words joined by conjunctions "share the same
+   edges"). Preposition bridging: ``prep_bridge`` edge from the
    preposition's head to its object ("owner" -> "Music Box Theatre"). Conjunction (CCONJ)
    and preposition (ADP) units are then deleted with their edges.
 4. One ``sentence`` (knowledge segment) node per sentence linked to its word nodes
@@ -32,6 +34,10 @@ from .coref import PRONOUNS, RuleCoref
 from .parsers.base import ParsedSentence
 from .parsers.dep import load_pipeline, parse_doc
 from .schema import SCHEMA_VERSION, DocumentGraph, GraphBuilder
+
+#: bumped when a change alters the graphs built (part of the store key): 2 = conjuncts
+#: share preposition bridges
+BUILDER_VERSION = 2
 from .semantic import Passages, check_passages
 
 NO_PASSAGE = "[no_passage_used]"
@@ -78,10 +84,10 @@ def _unit_edges(doc: Any, unit_of: Dict[int, int]) -> List[Tuple[int, int, str]]
             mine, other = unit_of[tok.i], unit_of[tok.head.i]
             if mine in deleted or other in deleted:
                 continue
-            for src, dst, kind in list(edges):
-                if kind == "word_word" and src == other and dst != mine:
+            for src, dst, kind in list(edges):  # dependency and bridge edges alike
+                if src == other and dst != mine:
                     edges.add((mine, dst, kind))
-                if kind == "word_word" and dst == other and src != mine:
+                if dst == other and src != mine:
                     edges.add((src, mine, kind))
     return sorted(edges)
 
