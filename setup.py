@@ -51,6 +51,7 @@ setup(
     package_dir={"parlai_docgraph.tasks": "tasks", "parlai_docgraph.zoo": "zoo"},
     include_package_data=True,
     package_data={
+        "parlai_docgraph.recipes": ["recipes.yaml"],
         "parlai_docgraph.assets": ["tiny_gpt2/*.json", "tiny_t5/*.json", "demo_document.md", "chat.html",
                                    "heldout/*.md", "heldout/*.txt", "heldout/*.jsonl"],
         "parlai_docgraph.tasks.docgraph": [

@@ -11,5 +11,6 @@ from . import bench  # noqa: F401
 from . import ablate  # noqa: F401
 from . import heldout  # noqa: F401
 from . import chat  # noqa: F401
+from . import recipes  # noqa: F401  (parlai-docgraph recipes: the papers' table rows)
 from . import bench_selector  # noqa: F401  (registers the "selector" benchmark)
 from . import bench_gsr  # noqa: F401  (registers the "gsr" benchmark)

@@ -1,0 +1,145 @@
+"""
+Paper recipes (``parlai_docgraph/recipes/recipes.yaml``, ``parlai-docgraph recipes``): one
+recipe per paper table row, every stage resolved through ParlAI's own parser against the
+file's hyper-parameters, the README's generated sections equal to the file, ``run --dry-run``.
+Nothing is trained, downloaded or loaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from parlai_docgraph import recipes as rb
+from parlai_docgraph.recipes import readme as rm
+from parlai_docgraph.scripts import recipes as rs
+
+ROOT = Path(__file__).resolve().parents[1]
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+#: rows of each paper table that this package reproduces (other rows are other papers' systems)
+ROWS = {
+    "li_t2": ["Ranking", "Graph Paths", "Ours"],
+    "li_t3": ["Ranking", "Graph Paths", "Ours"],
+    "li_t7": ["Full", "Sent. graph", "Coref. graph", "Homog. graph", "Sent. loss"],
+    "zt_t1": ["Ours (WoW)", "Ours (Holl-E)", "Document Semantic Graphs (Li et al.) (WoW)",
+              "Document Semantic Graphs (Li et al.) (Holl-E)"],
+    "zt_t2": ["Baseline", "+ Graph", "+ L_word"],
+    "zt_t3": ["Ours", "w/o topic nodes", "w/o word nodes"],
+    "li_t4": ["GPT2 + Gold knowledge", "GPT2 + Ranking", "GPT2 + Graph Paths", "GPT2 + Graph Selection"],
+    "li_t6": ["GPT2 + Gold knowledge", "GPT2 + Ranking", "GPT2 + Graph Paths", "GPT2 + Graph Selection"],
+    "park_t1": ["DialogGSR (Ours)"],
+    "park_t2": ["DialogGSR (Ours)"],
+    "park_t3": ["DialogGSR (Ours)"],
+    "park_t5": ["Hard Const., w/o special tokens", "Hard Const., special tokens (w/o Recon.)",
+                "w/o Const., special tokens (w/o Recon.)", "Hard Const., special tokens (with Recon.)",
+                "Connection Const., special tokens (with Recon.)",
+                "Katz Const., special tokens (with Recon.)"],
+}
+
+
+@pytest.fixture(scope="module")
+def book() -> rb.RecipeBook:
+    return rb.load()
+
+
+def test_one_recipe_per_table_row(book):
+    got = {t: [r.row for r in book.in_table(t)] for t in book.tables}
+    assert got == ROWS
+    # every row carries the paper's figures, each under a column of its table
+    for r in book.recipes.values():
+        assert r.reported, r.name
+    # a few figures read from the papers (Li Table 2 / 7, Zhang & Tan Table 2, Park Table 5)
+    assert book.get("li_t2_holle_ours").reported == {
+        "single MAP": 0.513, "single Acc": 37.7, "multi MAP": 0.514, "multi MRR": 0.58, "multi Acc": 46.1}
+    assert book.get("li_t7_sent_loss").reported["Concept MRR"] == 0.151
+    assert book.get("zt_t2_graph").reported == {"seen Acc": 44.5, "unseen Acc": 40.7}
+    assert book.get("park_t5_no_constraint").reported["path@3"] == 10.0
+
+
+def test_every_recipe_resolves_through_parlai(book):
+    """Each run's stages parse with the stock scripts' parsers (agent + teacher options);
+    every hparam equals the resolved opt; unresolvable recipes are exactly the declared needs."""
+    runs = {book.run_of(n).name for n in book.recipes}
+    for name in sorted(runs):
+        problems = rs.check_recipe(book, name)
+        if book.get(name).needs:
+            assert rs.expected_missing(book, name, problems), (name, problems)
+        else:
+            assert problems == [], problems
+
+
+def test_check_catches_wrong_values_and_unknown_options(tmp_path, book):
+    data = yaml.load(rb.RECIPES_FILE.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    entry = data["recipes"]["li_t7_coref"]
+    entry["hparams"]["learningrate"]["value"] = 1e-4  # the command still says -lr 3e-5
+    entry["stages"]["eval_single"] = entry["stages"]["eval_single"] + ["--no-such-option", "1"]
+    path = tmp_path / "recipes.yaml"
+    path.write_text(yaml.dump(data, Dumper=DUMPER, sort_keys=False), encoding="utf-8")
+    problems = rs.check_recipe(rb.load(path), "li_t7_coref")
+    assert any("learningrate resolves to 3e-05" in p for p in problems), problems
+    assert any("unknown options ['--no-such-option']" in p for p in problems), problems
+    assert len(problems) == 2
+
+
+def test_malformed_file_names_recipe_and_field(tmp_path):
+    data = yaml.load(rb.RECIPES_FILE.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    data["recipes"]["li_t7_full"]["same_as"] = "li_t7_nope"
+    path = tmp_path / "recipes.yaml"
+    path.write_text(yaml.dump(data, Dumper=DUMPER, sort_keys=False), encoding="utf-8")
+    with pytest.raises(rb.RecipeError, match="recipes.li_t7_full: same_as 'li_t7_nope'"):
+        rb.load(path)
+    with pytest.raises(rb.RecipeError, match="did you mean li_t7_full"):
+        rb.load().get("li_t7_ful")
+
+
+def test_readme_sections_are_generated_from_the_file(book):
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert {m.group(2) for m in rm.REGION.finditer(text)} == {t.section for t in book.tables.values()}
+    assert rm.update_readme(text, book) == text, "run: parlai-docgraph recipes readme"
+    # the region changes with the file: a figure edited in the book shows up
+    tampered = rb.RecipeBook(book.papers, book.tables, dict(book.recipes), book.source)
+    r = tampered.recipes["park_t2_komodis_ours"]
+    tampered.recipes[r.name] = rb.Recipe(**{**r.__dict__, "reported": {**r.reported, "F1": 99.25}})
+    assert "| 99.25 |" in rm.update_readme(text, tampered)
+
+
+def _main(*args) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rs.Recipes.main(*args)
+    return out.getvalue()
+
+
+def test_show_and_dry_run_print_stock_commands(tmp_path, book):
+    runs = str(tmp_path / "runs")
+    shown = _main("show", "li_t4_holle_ours", "--datapath", "/d", "--runs-dir", runs)
+    commands = [line for line in shown.splitlines() if line.startswith("parlai ")]
+    # selector (Table 2 recipe), responder (gold recipe), then the two pipeline evaluations
+    assert [c.split()[1] for c in commands] == ["train_model", "train_model", "eval_model", "eval_model"]
+    assert f"-mf {runs}/li_t2_holle_ours/model" in commands[0]
+    assert "-m docgraph/gpt2_responder" in commands[1] and "-m docgraph " in commands[2]
+    assert "source" not in commands[0] and "--datapath /d" in commands[3]
+    # each printed line parses back to the file's arguments
+    assert [shlex.split(c)[1:] for c in commands] == [a for _, _, a in book.plan("li_t4_holle_ours", "/d", runs)]
+
+    dry = _main("run", "li_t4_holle_ours", "--dry-run", "true", "--datapath", "/d", "--runs-dir", runs)
+    assert [line[len("[dry run] "):] for line in dry.splitlines() if line.startswith("[dry run]")] == commands
+    # a required model that exists is not trained again
+    (tmp_path / "runs" / "li_t2_holle_ours").mkdir(parents=True)
+    (tmp_path / "runs" / "li_t2_holle_ours" / "model").write_text("x")
+    dry = _main("run", "li_t4_holle_ours", "--dry-run", "true", "--datapath", "/d", "--runs-dir", runs)
+    lines = [line for line in dry.splitlines() if line.startswith("[dry run]")]
+    assert len(lines) == 3 and "graph_selector" not in lines[0] and lines[1:] == [
+        "[dry run] " + c for c in commands[2:]]
+
+
+def test_list_names_every_recipe(book):
+    listed = _main("list")
+    assert [line.split()[0] for line in listed.splitlines() if line.strip()] == list(book.recipes)
+    assert "same run as li_t2_holle_ours" in listed
