@@ -489,3 +489,17 @@ def test_missing_file_offline_names_file_and_url(datapath):
     with pytest.raises(MissingDatasetFile) as info:
         teacher_acts("docgraph:holle", datapath, "valid")
     assert "dev_data.json" in str(info.value) and "1xQBRDs5q_2xLOdOpbq7UeAmUM0Ht370A" in str(info.value)
+
+
+def test_knowledge_turns_only(holle_datapath):
+    """Holl-E shares the WoW label options: ``--knowledge-turns-only`` drops the
+    'no_passages_used' turns and keeps the same candidates for the others."""
+    args = ("--label-type", "chosen_sent")
+    full = teacher_acts("docgraph:holle", holle_datapath, "valid", *args)
+    kept = teacher_acts("docgraph:holle", holle_datapath, "valid", *args,
+                        "--knowledge-turns-only", "true")
+    nochosen = ["no_passages_used no_passages_used"]
+    uses = [a for a in full if a["eval_labels"] != nochosen]
+    assert 0 < len(uses) < len(full) and len(kept) == len(uses)
+    assert [a["eval_labels"] for a in kept] == [a["eval_labels"] for a in uses]
+    assert [a["label_candidates"] for a in kept] == [a["label_candidates"] for a in uses]

@@ -172,3 +172,73 @@ def test_wizard_first_last_turn_kept_unless_asked(tmp_path):
 def test_unknown_task_option_is_an_error(datapath):
     with pytest.raises(ValueError, match="unknown option 'seen'"):
         teacher_acts("docgraph:wow:seen", datapath)
+
+
+def _episode_histories(acts) -> list:
+    """The history string each message sees: its episode's texts so far, newline-joined
+    (what a ``use_reply none`` agent such as the selector accumulates)."""
+    out, seen = [], []
+    for act in acts:
+        seen.append(act["text"])
+        out.append("\n".join(seen))
+        if act["episode_done"]:
+            seen = []
+    return out
+
+
+@pytest.mark.parametrize("task", ["docgraph:wow", "docgraph:sample"])
+def test_knowledge_turns_only_drops_no_passage_turns_and_keeps_history(task, datapath):
+    """Li et al. 3.2 train and predict on the turns that use knowledge only: with
+    ``--knowledge-turns-only`` every 'no_passages_used' turn (real WoW marks them
+    ``{"no_passages_used": "no_passages_used"}``) is gone, the others are the same messages,
+    each sees the same dialogue history as before, and the teacher counts kept/total."""
+    from parlai.core.params import ParlaiParser
+    from parlai.core.teachers import create_task_agent_from_taskname
+
+    if task == "docgraph:wow":
+        _wow_datapath(datapath, real_file("wizard_of_wikipedia", "original_examples.json"))
+    args = ("--label-type", "chosen_sent")
+    full = teacher_acts(task, datapath, "train:ordered", *args)
+    kept = teacher_acts(task, datapath, "train:ordered", *args, "--knowledge-turns-only", "true")
+    nochosen = f"{NO_PASSAGE} {NO_PASSAGE}"
+    uses = [i for i, a in enumerate(full) if a["labels"] != [nochosen]]
+    assert 0 < len(uses) < len(full)  # the file has turns of both kinds
+    assert len(kept) == len(uses) and all(a["labels"] != [nochosen] for a in kept)
+    before, after = _episode_histories(full), _episode_histories(kept)
+    for j, (i, act) in enumerate(zip(uses, kept)):
+        assert act["labels"] == full[i]["labels"]
+        assert act["label_candidates"] == full[i]["label_candidates"]
+        assert after[j] == before[i]  # dropped turns' lines stay in the history
+    assert sum(a["episode_done"] for a in kept) <= sum(a["episode_done"] for a in full)
+
+    parser = ParlaiParser(True, False)
+    opt = parser.parse_args(["-t", task, "--datapath", str(datapath), "-dt", "train:ordered",
+                             *args, "--knowledge-turns-only", "true"])
+    teacher = create_task_agent_from_taskname(opt)[0]
+    while not teacher.epoch_done():
+        teacher.act()
+    counts = teacher.turn_counts
+    assert (counts.kept, counts.total) == (len(uses), len(full))
+    assert 0 < counts.in_first_pool <= counts.kept
+    assert f"kept {len(uses)} of {len(full)} turns" in counts.summary()
+
+
+def test_knowledge_turns_only_response_labels_keep_the_dropped_response(datapath):
+    """With response labels the agent adds each label to its history: a dropped turn's
+    text and response are carried into the next kept message's text."""
+    args = ("--label-type", "response")
+    full = teacher_acts("docgraph:sample", datapath, "train:ordered", *args)
+    kept = teacher_acts("docgraph:sample", datapath, "train:ordered", *args,
+                        "--knowledge-turns-only", "true")
+    expected, carry = [], []
+    for act in full:
+        if act["title"] == NO_PASSAGE:
+            carry += [act["text"], act["labels"][0]]
+        else:
+            expected.append(("\n".join(carry + [act["text"]]), act["labels"]))
+            carry = []
+        if act["episode_done"]:
+            carry = []
+    assert len(kept) == len(expected) < len(full)
+    assert [(a["text"], a["labels"]) for a in kept] == expected
+    assert any(a["text"] != f["text"] for a, f in zip(kept, full))

@@ -29,7 +29,7 @@ from .build import raw_file
 from .candidates import add_candidate_args, example_rng, sample_candidates
 from .readers.holle import HolleStats, read_holle, read_multi_reference
 from .readers.wow import KnowledgeTurn
-from .wow import add_knowledge_label_args, knowledge_message
+from .wow import TurnCounts, add_knowledge_label_args, episode_messages, log_turn_counts
 
 SPLIT_FILES = {"train": "train_data.json", "valid": "dev_data.json", "test": "test_data.json"}
 MULTI_FILE = "multi_reference_test.json"
@@ -65,8 +65,13 @@ class HolleTeacher(GraphAttachMixin, DocgraphDialogTeacher):
         if flag == "multi" and dt == "test":
             self.multi_path = raw_file(opt["datapath"], "holl_e", MULTI_FILE)
         self.id = "holle"
+        self.knowledge_only = bool(opt.get("knowledge_turns_only", False))
+        self.turn_counts = TurnCounts()
         self.stats = HolleStats()
         super().__init__(opt, shared)
+
+    def count_options(self) -> tuple:
+        return super().count_options() + (self.knowledge_only,)
 
     def setup_data(self, datafile: str) -> Iterator[Tuple[Message, bool]]:
         self.stats = HolleStats()  # streaming calls this once per epoch
@@ -80,13 +85,14 @@ class HolleTeacher(GraphAttachMixin, DocgraphDialogTeacher):
         log = logging.warning if c["unmatched"] or c["multi_gold_absent"] else logging.info
         log(f"{datafile}: {self.stats.summary()}")
         pool = [(t.dialogue_id, t.response) for turns in chats for t in turns]
+        self.turn_counts = counts = TurnCounts()
         for turns in chats:
-            for i, turn in enumerate(turns):
-                cands: List[str] = []
+            for turn in turns:
                 if self.num_candidates > 1:
                     rng = example_rng(self.candidates_seed, turn.dialogue_id, turn.turn_index)
-                    cands = sample_candidates(
+                    turn.candidate_responses = sample_candidates(
                         turn.response, pool, turn.dialogue_id, self.num_candidates, rng
                     )
-                    turn.candidate_responses = cands
-                yield knowledge_message(turn, self.label_type, self.separator, self.id), i == 0
+            yield from episode_messages(turns, self.label_type, self.separator, self.id,
+                                        self.knowledge_only, counts)
+        log_turn_counts(datafile, counts, self.knowledge_only)

@@ -9,16 +9,20 @@ Messages carry the fields of ParlAI's ``WizardDialogKnowledgeTeacher`` (``text``
 ``checked_sentence_index`` (position of the gold sentence in the ``knowledge`` lines,
 -1 when no knowledge was used). With ``--attach-graphs store|build`` they also carry the
 pool's document graph (``knowledge_graph``, ``knowledge_graph_key``; see :mod:`.graphs`).
+``--knowledge-turns-only`` keeps the turns whose wizard used knowledge (Li et al. 3.2;
+:func:`episode_messages`, shared with Holl-E).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Iterator, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 from parlai.core.message import Message
 from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
+from parlai.utils import logging
 
 from .base import DocgraphDialogTeacher
 from .graphs import GraphAttachMixin
@@ -127,6 +131,74 @@ def add_knowledge_label_args(group) -> None:
         default=False,
         help="put __knowledge__ between title and sentence in knowledge lines",
     )
+    group.add_argument(
+        "--knowledge-turns-only",
+        type="bool",
+        default=False,
+        help="keep only the turns whose wizard used knowledge (drop 'no_passages_used' "
+        "turns, Li et al. 3.2: 'we only use the turns that utilize knowledge for training "
+        "and prediction'); a dropped turn's utterances are prepended to the next kept "
+        "message's text so the dialogue history is unchanged; kept/total turns are logged "
+        "per split. Generated teachers (synthetic, expedition, docqa) always use knowledge",
+    )
+
+
+@dataclass
+class TurnCounts:
+    """Turns read and kept by :func:`episode_messages` in one pass over a split."""
+
+    total: int = 0
+    kept: int = 0
+    in_first_pool: int = 0  # kept turns whose gold sentence is in the episode's first pool
+
+    def summary(self) -> str:
+        return (f"--knowledge-turns-only kept {self.kept} of {self.total} turns (those that "
+                f"use knowledge); {self.in_first_pool} of them have the gold sentence in the "
+                f"episode's first knowledge pool (Li et al.'s first_turn background)")
+
+
+def uses_knowledge(turn: KnowledgeTurn) -> bool:
+    """Whether the wizard used knowledge: ParlAI's WoW marks the others ``no_passages_used``
+    (``checked_sentence`` ``{"no_passages_used": "no_passages_used"}`` or ``{}``)."""
+    return turn.title != NO_PASSAGE
+
+
+def _in_pool(turn: KnowledgeTurn, passages: Sequence[Tuple[str, Sequence[str]]]) -> bool:
+    return any(t == turn.title and turn.checked_sentence in sents for t, sents in passages)
+
+
+def episode_messages(
+    turns: List[KnowledgeTurn], label_type: str, separator: bool, teacher_id: str,
+    knowledge_only: bool, counts: TurnCounts,
+) -> Iterator[Tuple[Message, bool]]:
+    """
+    ``(message, new_episode)`` for one episode's turns; with ``knowledge_only`` the turns
+    that use no knowledge are dropped and what they would have added to the history (their
+    text, and their response for ``--label-type response``, whose agents keep the label) is
+    prepended to the next kept message's text, newline-separated.
+    """
+    carry: List[str] = []
+    first = True
+    for turn in turns:
+        msg = knowledge_message(turn, label_type, separator, teacher_id)
+        counts.total += 1
+        if knowledge_only and not uses_knowledge(turn):
+            carry.append(msg["text"])
+            if label_type == "response":
+                carry.append(turn.response)
+            continue
+        counts.kept += 1
+        counts.in_first_pool += int(uses_knowledge(turn) and _in_pool(turn, turns[0].passages))
+        if carry:
+            msg.force_set("text", "\n".join(carry + [msg["text"]]))
+            carry = []
+        yield msg, first
+        first = False
+
+
+def log_turn_counts(datafile: str, counts: TurnCounts, knowledge_only: bool) -> None:
+    if knowledge_only:
+        logging.info(f"{datafile}: {counts.summary()}")
 
 
 class WowTeacher(GraphAttachMixin, DocgraphDialogTeacher):
@@ -165,21 +237,25 @@ class WowTeacher(GraphAttachMixin, DocgraphDialogTeacher):
         self.add_missing = missing == "all" or (
             missing == "train" and opt["datatype"].startswith("train")
         )
+        self.knowledge_only = bool(opt.get("knowledge_turns_only", False))
+        self.turn_counts = TurnCounts()
         self.id = self.__class__.__name__.replace("Teacher", "").lower()
         super().__init__(opt, shared)
 
     def count_options(self) -> tuple:
-        return super().count_options() + (self.label_type, self.add_missing)
+        return super().count_options() + (self.label_type, self.add_missing,
+                                          self.knowledge_only)
 
     def locate(self, opt: Opt, fname: str) -> str:
         return wow_file(opt["datapath"], fname)
 
     def setup_data(self, datafile: str) -> Iterator[Tuple[Message, bool]]:
         dialogues = read_wow(datafile, self.bad_rows, add_missing_turns=self.add_missing)
+        self.turn_counts = counts = TurnCounts()  # streaming calls this once per epoch
         for turns in self.iterate_with_report(dialogues):
-            for i, turn in enumerate(turns):
-                msg = knowledge_message(turn, self.label_type, self.separator, self.id)
-                yield msg, i == 0
+            yield from episode_messages(turns, self.label_type, self.separator, self.id,
+                                        self.knowledge_only, counts)
+        log_turn_counts(datafile, counts, self.knowledge_only)
 
 
 class SampleTeacher(WowTeacher):
