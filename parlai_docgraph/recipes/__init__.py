@@ -10,7 +10,9 @@ module loads and validates it (no ParlAI imports); ``parlai-docgraph recipes`` s
 runs the commands (:mod:`parlai_docgraph.scripts.recipes`) and
 :mod:`parlai_docgraph.recipes.readme` writes the README's paper sections from it.
 
-Recipe fields: ``same_as`` (the row is the same run as another recipe: no stages of its own),
+``hparams`` maps an opt key to ``{value, source, stage}``; the stage defaults to ``train``
+(``all``: every stage, ``eval``: every ``eval*`` stage); ``KEY@STAGE`` lets one key have a
+different value per stage. Recipe fields: ``same_as`` (the row is the same run as another recipe: no stages of its own),
 ``requires`` (recipes whose model files its stages read, e.g. a pipeline evaluation of a
 trained selector and responder), ``needs`` (option names the installed agents do not have
 yet; such recipes are listed but refused by ``run``), ``deviations`` (what differs from the
@@ -223,7 +225,12 @@ def _recipe(name: str, entry: dict, where: str) -> Recipe:
         hw = f"{where}.hparams.{key}"
         if not isinstance(h, dict) or "value" not in h:
             raise RecipeError(f"{hw}: a mapping with 'value' and 'source'")
-        hparams.append(HParam(key, h["value"], _need(h, "source", hw), h.get("stage", "train")))
+        # "key@stage" names the stage in the key, so one opt key can differ between stages
+        opt_key, _, stage = key.partition("@")
+        if stage and "stage" in h:
+            raise RecipeError(f"{hw}: the stage is named twice ('@{stage}' and stage:)")
+        hparams.append(HParam(opt_key, h["value"], _need(h, "source", hw),
+                              stage or h.get("stage", "train")))
     reported = entry.get("reported") or {}
     for label, value in reported.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool):

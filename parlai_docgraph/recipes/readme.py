@@ -52,6 +52,11 @@ def _flag(key: str, value) -> str:
     return f"`--{key.replace('_', '-')} {text}`"
 
 
+def _main(hparams):
+    """The hparams of the main training / evaluation stages (not of a pretraining stage)."""
+    return [h for h in hparams if h.stage in ("train", "all", "eval")]
+
+
 def defining_options(book: RecipeBook, recipe: Recipe) -> str:
     """
     What sets the row apart within its table: the same run as another row; the runs it uses
@@ -62,14 +67,14 @@ def defining_options(book: RecipeBook, recipe: Recipe) -> str:
     missing = ("; **not runnable yet**: needs " + ", ".join(f"`{n}`" for n in needs)) if needs else ""
     if recipe.same_as:
         return f"same run as `{recipe.same_as}`" + missing
-    mine = {h.key: h.value for h in recipe.hparams if h.key not in NOT_DEFINING}
+    mine = {h.key: h.value for h in _main(recipe.hparams) if h.key not in NOT_DEFINING}
     if recipe.requires:
-        theirs = {h.key: h.value for r in recipe.requires for h in book.run_of(r).hparams}
+        theirs = {h.key: h.value for r in recipe.requires for h in _main(book.run_of(r).hparams)}
         parts = ["uses " + ", ".join(f"`{r}`" for r in recipe.requires)]
         parts += [_flag(k, v) for k, v in mine.items() if k in theirs and repr(theirs[k]) != repr(v)]
     else:
         peers = [r for r in book.in_table(recipe.table) if not r.same_as and not r.requires]
-        sets = [{h.key: repr(h.value) for h in r.hparams} for r in peers]
+        sets = [{h.key: repr(h.value) for h in _main(r.hparams)} for r in peers]
         parts = [_flag(k, v) for k, v in mine.items()
                  if not all(k in s for s in sets) or len({s[k] for s in sets}) > 1]
     return ("; ".join(parts) if parts else recipe.model) + missing
