@@ -19,6 +19,8 @@ from parlai_docgraph import recipes as rb
 from parlai_docgraph.recipes import readme as rm
 from parlai_docgraph.scripts import recipes as rs
 
+from conftest import run_cli
+
 ROOT = Path(__file__).resolve().parents[1]
 DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
@@ -128,12 +130,12 @@ def test_show_and_dry_run_print_stock_commands(tmp_path, book):
     # each printed line parses back to the file's arguments
     assert [shlex.split(c)[1:] for c in commands] == [a for _, _, a in book.plan("li_t4_holle_ours", "/d", runs)]
 
-    dry = _main("run", "li_t4_holle_ours", "--dry-run", "true", "--datapath", "/d", "--runs-dir", runs)
+    dry = _main("run", "li_t4_holle_ours", "--dry-run", "--datapath", "/d", "--runs-dir", runs)
     assert [line[len("[dry run] "):] for line in dry.splitlines() if line.startswith("[dry run]")] == commands
     # a required model that exists is not trained again
     (tmp_path / "runs" / "li_t2_holle_ours").mkdir(parents=True)
     (tmp_path / "runs" / "li_t2_holle_ours" / "model").write_text("x")
-    dry = _main("run", "li_t4_holle_ours", "--dry-run", "true", "--datapath", "/d", "--runs-dir", runs)
+    dry = _main("run", "li_t4_holle_ours", "--dry-run", "--datapath", "/d", "--runs-dir", runs)
     lines = [line for line in dry.splitlines() if line.startswith("[dry run]")]
     assert len(lines) == 3 and "graph_selector" not in lines[0] and lines[1:] == [
         "[dry run] " + c for c in commands[2:]]
@@ -143,3 +145,12 @@ def test_list_names_every_recipe(book):
     listed = _main("list")
     assert [line.split()[0] for line in listed.splitlines() if line.strip()] == list(book.recipes)
     assert "same run as li_t2_holle_ours" in listed
+
+
+def test_cli_through_parlai_super_command(tmp_path):
+    """``parlai-docgraph recipes ...`` (ParlAI's super-command pre-parses the whole line)."""
+    shown = run_cli(["parlai-docgraph", "recipes", "run", "li_t7_coref", "--dry-run"], cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    lines = [ln for ln in shown.stdout.splitlines() if ln.startswith("[dry run] parlai ")]
+    assert [ln.split()[3] for ln in lines] == ["train_model", "eval_model"]
+    assert "--datapath data" in lines[0] and "-mf runs/li_t7_coref/model" in lines[1]

@@ -200,7 +200,7 @@ class Recipes(ParlaiScript):
         # (script name included) with this parser, so the choice is checked in run()
         group.add_argument("action", help="what to do: " + "|".join(ACTIONS))
         group.add_argument("name", nargs="?", default=None, help="recipe name (see list)")
-        group.add_argument("--dry-run", type="bool", default=False,
+        group.add_argument("--dry-run", action="store_true", default=False,
                            help="run: print the commands instead of running them")
         group.add_argument("--runs-dir", type=str, default=rb.DEFAULT_RUNS,
                            help="folder of the recipes' model files (<runs-dir>/<recipe>/model)")
@@ -208,7 +208,7 @@ class Recipes(ParlaiScript):
                            help="recipe file (default: the packaged recipes.yaml)")
         group.add_argument("--readme", type=str, default="README.md",
                            help="readme: the README whose generated sections to rewrite/check")
-        group.add_argument("--check", type="bool", default=False,
+        group.add_argument("--check", action="store_true", default=False,
                            help="readme: only say whether the README's sections are current "
                            "(exit status 1 if not)")
         return parser
