@@ -154,3 +154,27 @@ def test_cli_through_parlai_super_command(tmp_path):
     lines = [ln for ln in shown.stdout.splitlines() if ln.startswith("[dry run] parlai ")]
     assert [ln.split()[3] for ln in lines] == ["train_model", "eval_model"]
     assert "--datapath data" in lines[0] and "-mf runs/li_t7_coref/model" in lines[1]
+
+
+SHARED = ROOT.parent / "shared"
+
+
+def test_reported_figures_are_the_papers(book):
+    """Every row's figures, printed as the paper prints them, stand together on one line of
+    that table in the paper's text (the 40 lines above its caption)."""
+    import re
+
+    papers = {}
+    for key, paper in book.papers.items():
+        path = SHARED / paper["text"].split("shared/", 1)[1]
+        if not path.is_file():
+            pytest.skip(f"{path} absent (the papers are not shipped)")
+        papers[key] = path.read_text(encoding="utf-8").splitlines()
+    for r in book.recipes.values():
+        table = book.tables[r.table]
+        lines = papers[table.paper]
+        caption = next(i for i, ln in enumerate(lines) if ln.startswith(f"Table {table.table}:"))
+        digits = {c.label: c.digits for c in table.columns}
+        wanted = {f"{v:.{digits[label]}f}" for label, v in r.reported.items()}
+        assert any(wanted <= set(re.findall(r"\d+\.\d+", ln)) for ln in lines[caption - 40:caption]), (
+            r.name, wanted)
