@@ -178,3 +178,23 @@ def test_reported_figures_are_the_papers(book):
         wanted = {f"{v:.{digits[label]}f}" for label, v in r.reported.items()}
         assert any(wanted <= set(re.findall(r"\d+\.\d+", ln)) for ln in lines[caption - 40:caption]), (
             r.name, wanted)
+
+
+def test_park_table5_recipes_match_the_named_ablations(book):
+    """The paper-scale Table 5 recipes and ``agents/gsr_ablations.py`` (what ``ablate`` runs)
+    name the same rows with the same decoding, special tokens and figures."""
+    from parlai_docgraph.agents.gsr_ablations import ABLATIONS, PAPER_TABLE5
+
+    assert {f"park_t5_{n}" for n in ABLATIONS} == {r.name for r in book.in_table("park_t5")}
+    for name, options in ABLATIONS.items():
+        recipe = book.get(f"park_t5_{name}")
+        run = book.run_of(recipe.name)
+        train_run = book.run_of(run.requires[0]) if run.requires else run
+        hp = {h.key: h.value for h in run.hparams if h.stage in ("eval", "all")}
+        assert hp["gsr_constraint"] == options["eval"]["gsr_constraint"], name
+        special = {h.key: h.value for h in train_run.hparams}["use_special_tokens"]
+        assert special == options["train"]["use_special_tokens"], name
+        recon = "pretrain" in train_run.stages
+        assert recon == (options["train"]["gsr_pretrain_steps"] > 0), name
+        paper = {k.replace("bleu-", "B-"): v for k, v in PAPER_TABLE5[name].items()}
+        assert recipe.reported == paper, name
