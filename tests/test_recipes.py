@@ -198,3 +198,27 @@ def test_park_table5_recipes_match_the_named_ablations(book):
         assert recon == (options["train"]["gsr_pretrain_steps"] > 0), name
         paper = {k.replace("bleu-", "B-"): v for k, v in PAPER_TABLE5[name].items()}
         assert recipe.reported == paper, name
+
+
+def test_run_executes_the_stock_parlai(tmp_path, capfd):
+    """``run`` (not dry) runs each stage with the stock ``python -m parlai``, placeholders
+    filled; a cheap one-stage recipe file stands in for a paper row."""
+    text = """
+version: 1
+papers: {p: {short: P, cite: P}}
+tables: {t: {paper: p, table: '1', section: s, caption: c, columns: [{label: n, stage: show, key: exs}]}}
+recipes:
+  tiny:
+    table: t
+    row: r
+    stages:
+      show: [display_data, -t, 'docgraph:sample', -n, '1', --datapath, '{datapath}']
+    reported: {n: 1.0}
+"""
+    path = tmp_path / "recipes.yaml"
+    path.write_text(text, encoding="utf-8")
+    datapath = tmp_path / "data"
+    ran = rs.Recipes.main("run", "tiny", "--recipes-file", str(path), "--datapath", str(datapath))
+    assert ran == [["display_data", "-t", "docgraph:sample", "-n", "1", "--datapath", str(datapath)]]
+    out = capfd.readouterr().out
+    assert "NEW EPISODE: sample" in out and "[dry run]" not in out  # the subprocess ran
