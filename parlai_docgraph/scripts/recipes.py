@@ -235,13 +235,16 @@ class Recipes(ParlaiScript):
             names = [name] if name else list(book.recipes)
             problems = {n: check_recipe(book, n) for n in names}
             bad = {n: p for n, p in problems.items() if p and not expected_missing(book, n, p)}
+            stale = [n for n in names if book.run_of(n).needs and not problems[n]]
             for n in names:
                 status = "ok" if not problems[n] else ("needs " + ", ".join(book.run_of(n).needs)
                                                        if n not in bad else "FAILED")
+                if n in stale:
+                    status = "FAILED: resolves now, remove its 'needs' from the recipe file"
                 print(f"{n:36s} {status}")
                 for p in bad.get(n, []):
                     print(f"    {p}")
-            if bad:
+            if bad or stale:
                 sys.exit(1)
             return problems
         return readme_action(book, opt["readme"], bool(opt["check"]))
