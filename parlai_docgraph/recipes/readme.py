@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Dict, List, Sequence
+from typing import List, Sequence
 
-from . import Recipe, RecipeBook, RecipeError
+from . import HParam, Recipe, RecipeBook, RecipeError
 
 BEGIN = "<!-- recipes:begin {section} (generated from parlai_docgraph/recipes/recipes.yaml by " \
         "`parlai-docgraph recipes readme`; edit the file, not this region) -->"
@@ -47,12 +47,13 @@ def wrap_command(argv: Sequence[str], width: int = WIDTH) -> str:
     return "\n".join(lines)
 
 
-def _flag(key: str, value) -> str:
+def _flag(key: str, value: object) -> str:
+    """``("num_epochs", 3.0) -> "`--num-epochs 3`"``."""
     text = str(value).lower() if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else str(value)
     return f"`--{key.replace('_', '-')} {text}`"
 
 
-def _main(hparams):
+def _main(hparams: Sequence[HParam]) -> List[HParam]:
     """The hparams of the main training / evaluation stages (not of a pretraining stage)."""
     return [h for h in hparams if h.stage in ("train", "all", "eval")]
 

@@ -28,7 +28,7 @@ import os
 import re
 import subprocess
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
