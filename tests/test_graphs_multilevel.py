@@ -139,3 +139,25 @@ def test_property_word_spans_and_edges(passages):
     check(graph)
     ids = range(len(graph.nodes))
     assert all(e.src in ids and e.dst in ids for e in graph.edges)
+
+
+def test_table3_ablations_remove_topic_or_word_nodes():
+    """Zhang & Tan Table 3: 'w/o topic nodes' and 'w/o word nodes' keep the segment nodes
+    (the selection targets) and remove the other level with its edges."""
+    full = build_multilevel_graph([BERLIN])
+    no_topic = build_multilevel_graph([BERLIN], topic_nodes=False)
+    no_word = build_multilevel_graph([BERLIN], word_nodes=False)
+
+    def types(g):
+        return {n.type for n in g.nodes}, {e.type for e in g.edges}
+
+    segments = [n.text for n in full.nodes if n.type == "sentence"]
+    for g in (no_topic, no_word):
+        assert [n.text for n in g.nodes if n.type == "sentence"] == segments
+    nodes, edges = types(no_topic)
+    assert "topic" not in nodes and "topic_sentence" not in edges and "word" in nodes
+    assert {e for e in types(full)[1] if e != "topic_sentence"} == edges
+    nodes, edges = types(no_word)
+    assert nodes == {"topic", "sentence"}
+    assert not edges & {"sentence_word", "word_word", "prep_bridge"}
+    assert no_word.meta["options"]["word_nodes"] is False

@@ -379,3 +379,53 @@ def test_length_penalty_reaches_the_beams(tiny, sample_turns):
     assert [h[0][1] for h in short] != [h[0][1] for h in long_]
     text = model.generate_text(sources, num_beams=3, max_new_tokens=8, length_penalty=0.0)
     assert len(text) == len(sources)
+
+
+def _gsr_agent(datapath, *args):
+    from parlai.core.agents import create_agent
+    from parlai.core.params import ParlaiParser
+
+    opt = ParlaiParser(True, True).parse_args(
+        ["-m", "docgraph/gsr", "--gsr-model", "tiny", "-t", "docgraph:sample_kg",
+         "--datapath", str(datapath), "--gsr-retrieval-steps", "1", *args])
+    return create_agent(opt)
+
+
+def test_train_knowledge_gold_or_retrieved(datapath, sample_turns):
+    """``--gsr-train-knowledge``: the response loss conditions on the gold paths (default)
+    or, as Park et al. Eq. 10, on the subgraph the model itself retrieves for the turn;
+    evaluation losses keep the gold paths."""
+    acts = [a for a in sample_turns if a.get("kg_gold_paths")][:4]
+    sources = {}
+    for mode in ("gold", "retrieved"):
+        agent = _gsr_agent(datapath, "--gsr-stage", "respond", "--gsr-train-knowledge", mode)
+        obs = []
+        for act in acts:
+            obs.append(agent.observe(dict(act, episode_done=True)))
+            agent.self_observe({})
+        batch = agent.batchify(obs)
+        agent.is_training = True
+        agent.model.train()
+        gen = agent.stage_pairs(batch)["gen"]
+        assert [i for i, _, _ in gen] == list(range(len(acts)))
+        infos = batch["gsr"]
+        if mode == "retrieved":
+            from parlai_docgraph.agents.gsr_eval import example_kg
+
+            assert agent.model.training  # retrieval ran in eval mode, then training resumed
+            agent.model.eval()  # the same decoding, without dropout
+            with torch.no_grad():
+                _, got = agent.retrieve(infos, [example_kg(i) for i in infos])
+            want = [agent.inputs.respond_source(info["context"], g) for info, g in zip(infos, got)]
+        else:
+            want = [agent.inputs.respond_source(info["context"], info["gold"][:1]) for info in infos]
+        assert [src for _, src, _ in gen] == want
+        sources[mode] = want
+        agent.is_training = False  # evaluation: gold paths whatever the option
+        gold_eval = [agent.inputs.respond_source(info["context"], info["gold"][:1]) for info in infos]
+        assert [src for _, src, _ in agent.stage_pairs(batch)["gen"]] == gold_eval
+        agent.is_training = True
+        agent.train_step(batch)  # one ParlAI update through the option's path
+        assert any(p.grad is not None and float(p.grad.abs().sum()) > 0
+                   for p in agent.model.parameters())
+    assert sources["gold"] != sources["retrieved"]  # an untrained retriever misses gold paths

@@ -515,3 +515,25 @@ def test_multilevel_alpha_one_is_the_graph_row_and_zero_is_refused() -> None:
     for bad in (0.0, -0.5, 1.5):
         with pytest.raises(ValueError, match="--word-loss-alpha"):
             MultiLevelGAT(16, hidden=8, heads=3, num_layers=2, alpha=bad)
+
+
+def test_sentence_loss_only_is_li_table7_sent_loss_row() -> None:
+    """Li Table 7 'Sent. loss' = the full graph trained with the sentence loss alone
+    (``--concept-loss-weight 0``): Eq. 8 reduces to L_c, the concept head gets no gradient
+    but still scores concepts (the row reports concept MAP/MRR), the rest trains; beta < 0
+    is refused."""
+    batch = _selector_batch()
+    model = _selector("full", num_negatives=2, concept_loss_weight=0.0).train()
+    out, (loss, parts) = _run(model, batch, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(loss, parts["loss_c"])
+    assert float(parts["loss_n"].detach()) > 0 and model.concept_metrics
+    assert out.concept_logits.numel() == batch["concept_index"].numel()
+    loss.backward()
+    assert all(float(p.grad.abs().sum()) == 0.0 for p in model.concept_head.parameters())
+    assert float(model.score_head[0].weight.grad.abs().sum()) > 0
+    full = _selector("full", num_negatives=2).train()
+    _, (loss_full, _) = _run(full, batch, generator=torch.Generator().manual_seed(0))
+    loss_full.backward()
+    assert float(full.concept_head[0].weight.grad.abs().sum()) > 0  # beta 1 trains it
+    with pytest.raises(ValueError, match="--concept-loss-weight"):
+        _selector("full", concept_loss_weight=-1.0)

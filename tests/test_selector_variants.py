@@ -165,7 +165,8 @@ def test_background_first_turn_and_per_turn(tiny_encoder, datapath):
     first_pools = _episode_pools(first, acts)
     per_pools = _episode_pools(per, acts)
     first_pool = [(t, list(s)) for t, s in acts[0]["knowledge_passages"]]
-    assert all(p == first_pool for p, _ in first_pools[:5])
+    assert all(p[:len(first_pool)] == first_pool for p, _ in first_pools[:5])
+    assert first_pools[0] == (first_pool, None)
     titles = [[t for t, _ in p] for p, _ in per_pools]
     assert titles[1] == ["Eddystone Lighthouse", "Eddystone Lighthouse (1698)",
                          "Smeaton's Tower", "Lighthouse keeper"]
@@ -182,24 +183,55 @@ def test_background_first_turn_and_per_turn(tiny_encoder, datapath):
     parser, coref = per.graphs._backends()
     rebuilt = build_document_graph(pool, parser=parser, coref=coref)
     assert extended.graph.nodes == rebuilt.nodes and extended.graph.edges == rebuilt.edges
-    # the two backgrounds rank turn 2 over different graphs; first_turn attaches the
-    # candidates of passages retrieved later to the no-passage node
-    obs1 = _with_pool(acts[1], first_pools[1][0])
-    batch = first.batchify([obs1])
-    outside = [i for i, c in enumerate(batch.candidates[0])
-               if not c.startswith("Eddystone Lighthouse ") or c.startswith("Eddystone Lighthouse (")]
-    assert outside and all(int(batch.cand_node[i]) == int(batch.no_passage_index[0])
-                           for i in outside)
+    # per_turn and first_turn rank turn 2 over different graphs (first_turn's holds only
+    # turn 2's own outside sentences and drops them again at turn 3)
     batch_per = per.batchify([_with_pool(acts[1], per_pools[1][0])])
-    assert batch_per.graph_x.size(0) > batch.graph_x.size(0)
     assert len(set(batch_per.cand_node.tolist())) == len(batch_per.candidates[0])
 
 
-def _with_pool(act, pool):
+@pytest.mark.parametrize("variant", ["full", "multilevel"])
+def test_background_first_turn_later_candidates_get_their_own_sentence_nodes(
+        variant, tiny_encoder, datapath):
+    """Li's first_turn background: the candidates of passages retrieved after the first
+    turn used to share the zero-feature no-passage node (ranked on their context alone).
+    Now each later turn's graph is the first-turn graph extended with that turn's outside
+    sentences, so every candidate but no_passages_used has its own sentence node
+    (multilevel: segment node) with features and edges; multilevel, refused before for this
+    reason, now accepts first_turn."""
+    acts = _sample_acts(datapath, 5)
+    first, _ = _agent(tiny_encoder, datapath, "--background", "first_turn",
+                      "--graph-variant", variant)
+    pools = _episode_pools(first, acts)
+    first_pool = pools[0][0]
+    have = {(t, s) for t, ss in first_pool for s in ss}
+    grown = 0
+    for act, (pool, base) in zip(acts, pools):
+        extra = pool[len(first_pool):]
+        lines = [(t, s) for t, ss in act["knowledge_passages"] for s in ss]
+        assert [(t, s) for t, ss in extra for s in ss] == [ts for ts in lines if ts not in have]
+        assert base == (first_pool if extra else None)
+        grown += bool(extra)
+        batch = first.batchify([_with_pool(act, pool, base)])
+        cands = batch.candidates[0]
+        nochosen = cands.index("no_passages_used no_passages_used")
+        nodes = batch.cand_node.tolist()
+        assert len(set(nodes)) == len(cands)  # one node per candidate
+        assert all(n != int(batch.no_passage_index[0])
+                   for i, n in enumerate(nodes) if i != nochosen)
+        assert all(float(batch.graph_x[n].abs().sum()) > 0 for n in nodes[:nochosen] + nodes[nochosen + 1:])
+        src, dst = batch.graph_edge_index
+        assert all(bool((dst == n).any() or (src == n).any())
+                   for i, n in enumerate(nodes) if i != nochosen)
+    assert grown >= 1
+    assert (first.graphs.extended >= 1) == (variant == "full")  # multilevel: rebuilt
+
+
+def _with_pool(act, pool, base=None):
     from parlai.core.message import Message
 
     msg = Message(act)
     msg["background_passages"] = pool
+    msg["background_base"] = base
     msg["full_text"] = act["text"]
     return msg
 
@@ -245,9 +277,6 @@ def test_parlai_wow_messages(separator, tiny_encoder, datapath):
         assert message_passages(msg) == pool
     with pytest.raises(ValueError, match="knowledge_passages"):
         message_passages({"text": "hi"})
-    with pytest.raises(ValueError, match="first_turn"):
-        _agent(tiny_encoder, datapath, "--graph-variant", "multilevel", "--background",
-               "first_turn")
     agent, _ = _agent(tiny_encoder, datapath, "--graph-variant", "full")
     obs = []
     for act in acts:
@@ -342,3 +371,76 @@ def test_reply_fields_and_select(variant, tiny_encoder, datapath):
     assert list(again["scores"]) == reply["text_candidates"]
     with pytest.raises(ValueError, match="candidate"):
         agent.select([], "hi")
+
+
+# ---------------------------------------------------------------- Zhang & Tan protocol
+def test_zhang_tan_text_tags_turns_from_the_last_user_turn():
+    from parlai_docgraph.agents.selector_input import zhang_tan_text
+
+    assert zhang_tan_text("a\nb\nc\nd", "s") == "[agent] a [user] b [agent] c [user] d [know] s"
+    assert zhang_tan_text("only", "s") == "[user] only [know] s"
+
+
+def test_input_format_zhang_tan_encodes_tagged_context_then_knowledge(tiny_encoder, datapath):
+    """Zhang & Tan Eq. 2 input: one sequence '[CLS] [user] u .. [know] s_i [SEP]' over the
+    last --context-turns 4 utterances; the three tags are single added tokens with their own
+    embedding rows, and a short limit cuts the oldest context, never the sentence."""
+    for limit in ("256", "40"):
+        agent, opt = _agent(tiny_encoder, datapath, "--graph-variant", "none", "--input-format",
+                            "zhang_tan", "--context-turns", "4", "--pair-truncate", limit)
+        tok = agent.tokenizer
+        tags = tok.convert_tokens_to_ids(["[user]", "[agent]", "[know]"])
+        assert len(set(tags)) == 3 and tok.unk_token_id not in tags
+        emb = agent.selector.context_encoder.get_input_embeddings()
+        assert emb.num_embeddings == len(tok) and max(tags) < len(tok)
+        obs = _observed(agent, opt, 6)
+        batch = agent.batchify(_as_eval(obs))
+        assert batch.get("cand_token_type_ids") is None or int(batch.cand_token_type_ids.max()) == 0
+        flat = [c for cands in batch.candidates for c in cands]
+        c2e = batch.cand2example.tolist()
+        for row, cand, b in zip(batch.cand_input_ids.tolist(), flat, c2e):
+            row = [t for t in row if t != tok.pad_token_id]
+            assert row[0] == tok.cls_token_id and row[-1] == tok.sep_token_id
+            assert row.count(tok.sep_token_id) == 1 and row.count(tags[2]) == 1
+            own = tok(cand, add_special_tokens=False)["input_ids"]
+            know = row.index(tags[2])
+            if len(own) + 3 <= int(limit):
+                assert row[know + 1:-1] == own
+            context = obs[b]["full_text"].split("\n")
+            assert len(context) <= 4
+            if limit == "256":  # the whole context fits: one tag per utterance, user last
+                assert tok.decode(row[1:know]).count("[user]") == (len(context) + 1) // 2
+                assert row[1] == tags[(len(context) - 1) % 2]
+    plain, _ = _agent(tiny_encoder, datapath, "--graph-variant", "none")
+    assert "[know]" not in plain.tokenizer.get_vocab()  # li adds nothing
+
+
+def test_multilevel_ablations_build_the_table3_graphs(tiny_encoder, datapath):
+    """Zhang & Tan Table 3 as --multilevel-ablation: no_topic_nodes drops topic nodes,
+    no_word_nodes keeps segments only (no word targets: L = alpha L_know); both train.
+    Set for another variant, the option is an error rather than ignored."""
+    obs_by = {}
+    for ablation in ("none", "no_topic_nodes", "no_word_nodes"):
+        agent, opt = _agent(tiny_encoder, datapath, "--graph-variant", "multilevel",
+                            "--multilevel-ablation", ablation)
+        obs = _observed(agent, opt, 4)
+        eg = agent.graphs.get(obs[0]["background_passages"])
+        kinds = {n.type for n in eg.graph.nodes}
+        edges = {e.type for e in eg.graph.edges}
+        assert ("topic" in kinds) == (ablation != "no_topic_nodes")
+        assert ("topic_sentence" in edges) == (ablation != "no_topic_nodes")
+        assert ("word" in kinds) == (ablation != "no_word_nodes")
+        assert not ({"sentence_word", "word_word"} & edges) == (ablation == "no_word_nodes")
+        obs_by[ablation] = len([n for n in eg.graph.nodes if n.type == "sentence"])
+        batch = agent.batchify(obs)
+        out = agent._forward(batch, with_gold=True)
+        loss, parts = agent.selector.loss(out)
+        if ablation == "no_word_nodes":
+            assert batch.concept_index.numel() == 0
+            torch.testing.assert_close(loss, 0.5 * parts["loss_c"])
+        loss.backward()
+        assert float(loss) > 0
+    assert len(set(obs_by.values())) == 1  # the same segment nodes in every ablation
+    with pytest.raises(ValueError, match="--multilevel-ablation"):
+        _agent(tiny_encoder, datapath, "--graph-variant", "full", "--multilevel-ablation",
+               "no_topic_nodes")

@@ -57,13 +57,15 @@ from ..graphs.cache import default_store_root
 from .base import FullyQualifiedOptMixin
 from .selector_background import BACKGROUNDS, EpisodeBackground
 from .selector_batch import (
-    TEXT_ONLY_VARIANTS, VARIANT_BUILD_OPTIONS, GraphProvider, check_variant,
+    MULTILEVEL_ABLATIONS, TEXT_ONLY_VARIANTS, VARIANT_BUILD_OPTIONS, GraphProvider,
+    check_variant, multilevel_build_options,
     collate_examples, message_passages, shuffled_order,
 )
 from .selector_eval import concept_metrics, ranking_replies, top_concepts
 from .selector_encoder import (  # noqa: F401  (public names of this module)
     MINILM, GraphSelectorDictionaryAgent, load_encoder, resolve_encoder,
 )
+from .selector_input import add_format_tokens, add_input_format_args
 from .selector_messages import multi_reference_gold
 from .selector_optim import add_learning_rate_args, parameter_groups
 from .selector_prior import SimilarityPrior, add_prior_args
@@ -96,13 +98,21 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
             "--background", type=str, default="message", choices=list(BACKGROUNDS),
             help="passages an example's graph is built from: message: its own knowledge "
             "pool; first_turn: the episode's first pool (Li et al.'s WoW setting: topic "
-            "passage + first turn's retrieved passages; later candidates outside it attach "
-            "to the no-passage node); per_turn: the episode's pools so far, the graph "
+            "passage + first turn's retrieved passages; a later turn's candidates outside "
+            "it are added to that turn's graph as extra passages, so each has its own "
+            "sentence node); per_turn: the episode's pools so far, the graph "
             "extended (DocumentGraph.extend) as new passages arrive")
         group.add_argument("--word-loss-alpha", type=float, default=0.5,
                            help="multilevel: alpha of Zhang & Tan Eq. 9, L = alpha L_know + "
                            "(1 - alpha) L_word, in (0, 1]: 0.5 = the full model (paper), "
                            "1 = the Table 2 '+ Graph' row (no word-node task)")
+        group.add_argument("--multilevel-ablation", type=str, default="none",
+                           choices=list(MULTILEVEL_ABLATIONS),
+                           help="multilevel: Zhang & Tan Table 3 graph ablation: none (the "
+                           "full graph), no_topic_nodes ('w/o topic nodes'), no_word_nodes "
+                           "('w/o word nodes': segments only, so the word-node loss has no "
+                           "targets and L = alpha L_know)")
+        add_input_format_args(group)
         group.add_argument("--gat-hidden", type=int, default=128,
                            help="multilevel: GAT hidden size per head (paper: 128)")
         group.add_argument("--gat-heads", type=int, default=3,
@@ -136,7 +146,10 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
                            help="k negatives sampled per example in training (Eq. 6; paper: "
                            "5); evaluation ranks every candidate")
         group.add_argument("--concept-loss-weight", type=float, default=1.0,
-                           help="beta of Eq. 8: weight of the concept-node loss (Eq. 7)")
+                           help="beta of Eq. 8: weight of the concept-node loss (Eq. 7); "
+                           "0 = Li et al. Table 7 'Sent. loss' (sentence loss only: the "
+                           "concept head stays untrained but concept_map/mrr are still "
+                           "reported); the paper gives no value, 1 here")
         group.add_argument("--selector-dropout", type=float, default=0.0,
                            help="dropout on EGAT attention coefficients")
         group.add_argument("--context-turns", type=int, default=2,
@@ -183,11 +196,6 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
 
     def __init__(self, opt: Opt, shared=None) -> None:
         check_variant(opt.get("graph_variant", "full"))
-        if opt.get("graph_variant") == "multilevel" and opt.get("background") == "first_turn":
-            raise ValueError(
-                "--graph-variant multilevel scores candidates on their own segment nodes: with "
-                "--background first_turn the candidates of later passages would all share the "
-                "[no_passage_used] node; use --background message or per_turn")
         for key in ("candidates", "eval_candidates"):
             if opt.get(key, "inline") != "inline":
                 raise ValueError(
@@ -212,6 +220,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
 
         opt = self.opt
         encoder, self.tokenizer = load_encoder(opt["encoder_model"])
+        add_format_tokens(encoder, self.tokenizer, opt.get("input_format", "li"))
         node_encoder = None
         variant = opt["graph_variant"]
         if variant not in TEXT_ONLY_VARIANTS:
@@ -231,7 +240,9 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
                                     parser=opt.get("graph_parser", "dep"),
                                     coref=opt.get("graph_coref", "rule"),
                                     memo_size=opt.get("graph_memo_size", 256),
-                                    embed_cache=embed_cache)
+                                    embed_cache=embed_cache,
+                                    build_options=multilevel_build_options(
+                                        variant, opt.get("multilevel_ablation", "none")))
         dim = encoder.config.hidden_size
         if variant == "multilevel":
             model = MultiLevelSelector(
@@ -357,7 +368,8 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         fields = collate_examples(self.graphs, passages, cands, gold, contexts,
                                   self.tokenizer, self.opt.get("pair_truncate", 256), bases,
                                   self.opt.get("path_hops", 2),
-                                  self.opt.get("path_max_tuples", 10) or None)
+                                  self.opt.get("path_max_tuples", 10) or None,
+                                  self.opt.get("input_format", "li"))
         for key, value in fields.items():
             batch[key] = value
         batch["candidates"] = cands

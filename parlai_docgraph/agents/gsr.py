@@ -11,7 +11,9 @@ offline, or a local directory) trained in stages (``--gsr-stage``):
   ``--gsr-constraint`` (Eq. 3-6) over the turn's candidate trie, iteratively
   (``--gsr-retrieval-steps``, Fig. 1), and reports ``path@1``, ``path@3``, ``path_valid``.
 * ``respond`` -- response generation from ``[z_G; x]`` (Eq. 7, 10); trained on the gold
-  path, evaluated with the retrieved (default) or gold subgraph.
+  paths or, with ``--gsr-train-knowledge retrieved`` (Park et al. 3.4: Eq. 10 conditions
+  on the subgraph retrieved by GSR), on the paths the current model retrieves (no
+  gradient through retrieval); evaluated with the retrieved (default) or gold subgraph.
 * ``all`` -- retrieval and response losses together (after ``--gsr-pretrain-steps``
   reconstruction-only updates), evaluation retrieves then responds.
 
@@ -96,8 +98,9 @@ class GSRAgent(GSREvalMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
                        "walks stop at --gsr-hops, so any 0 < beta < 1 is finite)")
         g.add_argument("--gsr-length-penalty", type=float, default=1.0,
                        help="length penalty of the path-retrieval and response beams (HF generate "
-                       "semantics: beam score = sum log p / length^penalty); default 1.0 is HF's "
-                       "default -- Park et al.'s own value was not verified")
+                       "semantics: beam score = sum log p / length^penalty). Park et al. give "
+                       "the beam size of constrained decoding (b = 5, App. B.1) but no length "
+                       "penalty; 1.0 is HF's default")
         g.add_argument("--gsr-hops", type=int, default=2, help="K: longest path in hops (Eq. 6)")
         g.add_argument("--slot-tokens", type=int, default=2,
                        help="learnable tokens per [Int]/[Rev] slot (appendix A.1)")
@@ -105,12 +108,20 @@ class GSRAgent(GSREvalMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
                        help="linearize with learnable special tokens; false: plain-text markers")
         g.add_argument("--gsr-pretrain-steps", type=int, default=0,
                        help="first N updates are KG reconstruction only (special tokens only)")
-        g.add_argument("--gsr-num-beams", type=int, default=5, help="beams of path retrieval")
+        g.add_argument("--gsr-num-beams", type=int, default=5,
+                       help="beams of path retrieval (Park et al. App. B.1: b = 5)")
         g.add_argument("--gsr-retrieval-steps", type=int, default=2,
                        help="iterative retrieval: at most N paths, each conditioned on the earlier")
         g.add_argument("--gsr-eval-knowledge", type=str, default="retrieved",
                        choices=("retrieved", "gold"),
                        help="subgraph the response is generated from at evaluation")
+        g.add_argument("--gsr-train-knowledge", type=str, default="gold",
+                       choices=("gold", "retrieved"),
+                       help="subgraph the response trains on (stages respond/all): gold: the "
+                       "turn's gold paths (teacher forcing with gold knowledge); retrieved: the "
+                       "paths the current model retrieves for the turn, as at evaluation "
+                       "(Park et al. 3.4, Eq. 10: the response is conditioned on the subgraph "
+                       "retrieved by GSR; costs one constrained retrieval per training batch)")
         g.add_argument("--gsr-history-truncate", type=int, default=128,
                        help="keep the last N dialogue-history tokens")
         g.add_argument("--gsr-knowledge-truncate", type=int, default=128,
@@ -247,6 +258,9 @@ class GSRAgent(GSREvalMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
         """``{objective: [(example index, source ids, target ids), ...]}`` for this update."""
         out: Dict[str, List[tuple]] = {"recon": [], "ret": [], "gen": []}
         steps = max(int(self.opt.get("gsr_retrieval_steps", 2)), 1)
+        knowledge = None
+        if self.stage in ("respond", "all") and not self.pretraining():
+            knowledge = self.response_knowledge(batch["gsr"], steps)
         for i, info in enumerate(batch["gsr"]):
             if self.pretraining():
                 pool = info["candidates"] or info["gold"]
@@ -258,10 +272,32 @@ class GSRAgent(GSREvalMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
             if self.stage in ("retrieve", "all"):
                 for src, tgt in self.inputs.retrieval_pairs(info["context"], info["gold"], steps):
                     out["ret"].append((i, src, tgt))
-            if self.stage in ("respond", "all") and info["response"] is not None:
-                gold = [p for p in info["gold"] if len(p) <= self.linearizer.max_hops][:steps]
-                out["gen"].append((i, self.inputs.respond_source(info["context"], gold), info["response"]))
+            if knowledge is not None and info["response"] is not None:
+                out["gen"].append((i, self.inputs.respond_source(info["context"], knowledge[i]),
+                                   info["response"]))
         return out
+
+    def response_knowledge(self, infos: List[dict], steps: int) -> List[list]:
+        """
+        The paths each example's response loss is conditioned on: its gold paths (at most
+        ``steps``, within ``--gsr-hops``), or in training with ``--gsr-train-knowledge
+        retrieved`` the subgraph :meth:`retrieve` returns, decoded without gradient in eval
+        mode (dropout off) as at evaluation. Evaluation losses (``gen_loss``, ``ppl``) always
+        use the gold paths.
+        """
+        if self.is_training and self.opt.get("gsr_train_knowledge", "gold") == "retrieved":
+            from .gsr_eval import example_kg
+
+            was_training = self.model.training
+            self.model.eval()
+            try:
+                with torch.no_grad():
+                    _, got = self.retrieve(infos, [example_kg(info) for info in infos])
+            finally:
+                self.model.train(was_training)
+            return got
+        return [[p for p in info["gold"] if len(p) <= self.linearizer.max_hops][:steps]
+                for info in infos]
 
     def compute_loss(self, batch, return_output=False):
         pairs = self.stage_pairs(batch)

@@ -3,8 +3,12 @@
 
 Li et al. (3.1, Table 3) build the WoW graph "using the topic passage and passages
 retrieved at the first turn": ``first_turn`` keeps the first message's pool for the whole
-episode (a later candidate outside it has no sentence node; it attaches to the graph's
-no-passage node, so it is still ranked, on its Eq. 1 context vector alone). ``per_turn``
+episode. A later candidate outside it still needs a sentence node of its own (it used to
+attach to the shared, zero-feature no-passage node and be ranked on its Eq. 1 context
+alone): the sentences of a later message that the first pool lacks are appended to that
+message's graph as extra passages (one per title, pool order), built with
+``DocumentGraph.extend`` from the first pool's graph; they are not carried to later turns,
+so every turn's graph is the first-turn graph plus its own outside candidates. ``per_turn``
 grows the pool as new passages arrive within the episode (passages are keyed by title, the
 first version kept) and the graph with ``DocumentGraph.extend``, which equals a rebuild of
 the grown pool. ``message`` (the default) uses each message's own pool.
@@ -48,4 +52,20 @@ class EpisodeBackground:
             if new:
                 self.previous = [(t, list(s)) for t, s in self.pool]
                 self.pool = self.pool + new
-        return [(t, list(s)) for t, s in self.pool]
+            return [(t, list(s)) for t, s in self.pool]
+        extra = outside_sentences(self.pool, passages)  # first_turn
+        self.previous = [(t, list(s)) for t, s in self.pool] if extra else None
+        return [(t, list(s)) for t, s in self.pool] + extra
+
+
+def outside_sentences(pool: Passages, passages: Passages) -> Passages:
+    """The sentences of ``passages`` that ``pool`` lacks (a ``(title, sentence)`` pair
+    missing from it), grouped per title in ``passages`` order."""
+    have = {(t, s) for t, sents in pool for s in sents}
+    extra: Passages = []
+    for title, sents in passages:
+        missing = [s for s in sents if (title, s) not in have]
+        if missing:
+            extra.append((title, missing))
+            have.update((title, s) for s in missing)
+    return extra

@@ -22,6 +22,7 @@ from torch import Tensor
 from ..graphs.concept_label import concept_label
 from ..graphs.schema import NODE_TYPE_ID, DocumentGraph
 from ..models.selector import concept_labels
+from .selector_input import encode_candidates
 from .selector_messages import (  # noqa: F401  (re-exported: the agent's message helpers)
     KNOWLEDGE_SEPARATOR, NO_PASSAGE, Passages, candidate_sentences, message_passages,
 )
@@ -39,6 +40,12 @@ VARIANT_BUILD_OPTIONS: Dict[str, Optional[Dict[str, Any]]] = {
 }
 #: Variants whose model reads no node features (``paths`` reads the graph as text).
 TEXT_ONLY_VARIANTS = ("paths", "none")
+#: ``--multilevel-ablation`` (Zhang & Tan Table 3) -> options of ``build_multilevel_graph``.
+MULTILEVEL_ABLATIONS: Dict[str, Dict[str, Any]] = {
+    "none": {},
+    "no_topic_nodes": {"topic_nodes": False},
+    "no_word_nodes": {"word_nodes": False},
+}
 
 
 def check_variant(variant: str) -> None:
@@ -46,6 +53,19 @@ def check_variant(variant: str) -> None:
     if variant not in VARIANT_BUILD_OPTIONS:
         raise ValueError(f"unknown --graph-variant {variant!r}; choose from "
                          f"{', '.join(VARIANT_BUILD_OPTIONS)}")
+
+
+def multilevel_build_options(variant: str, ablation: str = "none") -> Dict[str, Any]:
+    """Graph-builder switches of ``--multilevel-ablation`` (``ValueError`` when it is set
+    for another variant, where it would be silently ignored)."""
+    ablation = ablation or "none"
+    if ablation not in MULTILEVEL_ABLATIONS:
+        raise ValueError(f"unknown --multilevel-ablation {ablation!r}; choose from "
+                         f"{', '.join(MULTILEVEL_ABLATIONS)}")
+    if ablation != "none" and variant != "multilevel":
+        raise ValueError(f"--multilevel-ablation {ablation} applies to --graph-variant "
+                         f"multilevel only (got {variant!r})")
+    return dict(MULTILEVEL_ABLATIONS[ablation])
 
 
 @dataclass
@@ -92,14 +112,14 @@ class GraphProvider:
     def __init__(
         self, variant: str, node_encoder: Any, tokenizer: Any, store_root: Optional[str] = None,
         parser: str = "dep", coref: str = "rule", memo_size: int = 256,
-        embed_cache: Optional[str] = None,
+        embed_cache: Optional[str] = None, build_options: Optional[Dict[str, Any]] = None,
     ) -> None:
         check_variant(variant)
         self.variant = variant
         options = VARIANT_BUILD_OPTIONS[variant]
         self.builder = "semantic" if options is None else options.get("builder", "semantic")
         self.options = None if options is None else {
-            k: v for k, v in options.items() if k != "builder"}
+            **{k: v for k, v in options.items() if k != "builder"}, **(build_options or {})}
         self.node_encoder, self.tokenizer = node_encoder, tokenizer
         self.parser_name, self.coref_name = parser, coref
         self._parser = self._coref = None
@@ -227,13 +247,15 @@ def collate_examples(
     provider: Optional[GraphProvider], passages: Sequence[Passages],
     candidates: Sequence[Sequence[str]], gold: Sequence[int], contexts: Sequence[str],
     tokenizer: Any, max_length: int, bases: Optional[Sequence[Optional[Passages]]] = None,
-    path_hops: int = 2, path_max_tuples: Optional[int] = 10,
+    path_hops: int = 2, path_max_tuples: Optional[int] = 10, input_format: str = "li",
 ) -> Dict[str, Any]:
     """
     Flat batch fields for ``B`` examples (candidates already in the order to score them).
 
     Tensor fields: ``cand_input_ids`` / ``cand_attention_mask`` (/ ``cand_token_type_ids``)
-    ``[C, T]`` (Eq. 1 input ``[s_i; x]``, the context truncated from the left; ``paths``:
+    ``[C, T]`` (Eq. 1 input ``[s_i; x]``, or Zhang & Tan's tagged sequence for
+    ``input_format="zhang_tan"`` (:mod:`.selector_input`), the context truncated from the
+    left; ``paths``:
     ``s_i`` followed by at most ``path_max_tuples`` path tuples, cut to fit half of
     ``max_length`` so the candidate itself always survives), ``cand2example`` ``[C]``, ``gold``
     ``[B]`` (-1: label not among the candidates), and with node features ``graph_x``,
@@ -258,13 +280,7 @@ def collate_examples(
                 texts[b][i] = with_paths(texts[b][i], paths, tokenizer, max_length // 2)
     flat_cands = [c for cands in texts for c in cands]
     flat_ctx = [ctx for ctx, cands in zip(contexts, candidates) for _ in cands]
-    side = getattr(tokenizer, "truncation_side", "right")
-    tokenizer.truncation_side = "left"  # keep the most recent dialogue turns
-    try:
-        enc = tokenizer(flat_cands, flat_ctx, padding=True, truncation="longest_first",
-                        max_length=max_length, return_tensors="pt")
-    finally:
-        tokenizer.truncation_side = side
+    enc = encode_candidates(tokenizer, flat_cands, flat_ctx, max_length, input_format)
     out: Dict[str, Any] = {
         "cand_input_ids": enc["input_ids"], "cand_attention_mask": enc["attention_mask"],
         "cand2example": torch.cat([torch.full((len(c),), b, dtype=torch.long)

@@ -123,8 +123,17 @@ def build_multilevel_graph(
     self_loops: bool = True,
     drop_pos: Sequence[str] = DROP_POS,
     batch_size: int = 256,
+    topic_nodes: bool = True,
+    word_nodes: bool = True,
 ) -> DocumentGraph:
-    """Build Zhang & Tan's multi-level graph of ``passages`` (see the module docstring)."""
+    """
+    Build Zhang & Tan's multi-level graph of ``passages`` (see the module docstring).
+
+    ``topic_nodes=False`` / ``word_nodes=False`` are the Table 3 ablations "w/o topic nodes"
+    (no topic nodes nor ``topic_sentence`` edges) and "w/o word nodes" (segments only: no
+    word nodes, no ``sentence_word`` / ``word_word`` / ``prep_bridge`` edges); segment nodes
+    are the selection targets and always stay.
+    """
     items = check_passages(passages)
     nlp = load_pipeline(model)
     b = GraphBuilder()
@@ -157,16 +166,17 @@ def build_multilevel_graph(
     titles = [t for t, _ in items] + ([NO_PASSAGE] if no_passage else [])
     bodies = [s for _, s in items] + ([[NO_PASSAGE]] if no_passage else [])
     for p, (title, sents) in enumerate(zip(titles, bodies)):
-        tid = b.node(type="topic", text=title, passage=p)
+        tid = b.node(type="topic", text=title, passage=p) if topic_nodes else None
         groups: Dict[str, List[Unit]] = {}
         first = g
         for sent in sents:
             sid = b.node(type="sentence", text=sent, passage=p, sentence=g)
             sentence_node.append(sid)
-            b.edge(tid, sid, "topic_sentence")
+            if tid is not None:
+                b.edge(tid, sid, "topic_sentence")
             if g > first:
                 b.edge(sentence_node[-2], sid, "next_sentence")
-            if g < len(sentences):
+            if g < len(sentences) and word_nodes:
                 for u, (_, _, pos) in enumerate(units[g][0]):
                     if pos not in DELETE_POS:
                         groups.setdefault(key(g, u), []).append((g, u))
@@ -185,7 +195,7 @@ def build_multilevel_graph(
         for u in range(len(units[s][0])):
             if (s, u) in word_node:
                 b.edge(sentence_node[s], word_node[(s, u)], "sentence_word")
-        if s in docs:
+        if s in docs and word_nodes:
             for src, dst, kind in _unit_edges(docs[s], units[s][1]):
                 b.edge(word_node[(s, src)], word_node[(s, dst)], kind)
     if self_loops:
@@ -197,7 +207,8 @@ def build_multilevel_graph(
         "parser": f"dep:{info.get('lang', 'en')}_{info.get('name')}-{info.get('version')}",
         "coref": RuleCoref.version if coref else None,
         "options": {"coref": coref, "no_passage": no_passage, "self_loops": self_loops,
-                    "drop_pos": list(drop_pos)},
+                    "drop_pos": list(drop_pos), "topic_nodes": topic_nodes,
+                    "word_nodes": word_nodes},
         "num_passages": len(items), "num_sentences": len(sentences),
         "no_passage_node": sentence_node[-1] if no_passage else None,
     }

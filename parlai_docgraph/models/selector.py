@@ -116,6 +116,9 @@ class DialogAwareSelector(nn.Module):
         super().__init__()
         if variant not in VARIANTS:
             raise ValueError(f"variant {variant!r} not in {VARIANTS}")
+        if concept_loss_weight < 0:
+            raise ValueError(f"--concept-loss-weight (beta of Eq. 8) must be >= 0 (0: Li "
+                             f"Table 7 'Sent. loss'), got {concept_loss_weight}")
         self.variant, self.num_layers, self.num_negatives = variant, num_layers, num_negatives
         self.concept_loss_weight, self.add_reverse_edges = concept_loss_weight, add_reverse_edges
         self.context_encoder = context_encoder
