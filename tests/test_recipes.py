@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import io
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -150,15 +152,6 @@ def test_list_names_every_recipe(book):
     assert "same run as li_t2_holle_ours" in listed
 
 
-def test_cli_through_parlai_super_command(tmp_path):
-    """``parlai-docgraph recipes ...`` (ParlAI's super-command pre-parses the whole line)."""
-    shown = run_cli(["parlai-docgraph", "recipes", "run", "li_t7_coref", "--dry-run"], cwd=tmp_path)
-    assert shown.returncode == 0, shown.stderr[-2000:]
-    lines = [ln for ln in shown.stdout.splitlines() if ln.startswith("[dry run] parlai ")]
-    assert [ln.split()[3] for ln in lines] == ["train_model", "eval_model"]
-    assert "--datapath data" in lines[0] and "-mf runs/li_t7_coref/model" in lines[1]
-
-
 SHARED = ROOT.parent / "shared"
 
 
@@ -203,25 +196,33 @@ def test_park_table5_recipes_match_the_named_ablations(book):
         assert recipe.reported == paper, name
 
 
-def test_run_executes_the_stock_parlai(tmp_path, capfd):
-    """``run`` (not dry) runs each stage with the stock ``python -m parlai``, placeholders
-    filled; a cheap one-stage recipe file stands in for a paper row."""
-    text = """
-version: 1
-papers: {p: {short: P, cite: P}}
-tables: {t: {paper: p, table: '1', section: s, caption: c, columns: [{label: n, stage: show, key: exs}]}}
-recipes:
-  tiny:
-    table: t
-    row: r
-    stages:
-      show: [display_data, -t, 'docgraph:sample', -n, '1', --datapath, '{datapath}']
-    reported: {n: 1.0}
-"""
-    path = tmp_path / "recipes.yaml"
-    path.write_text(text, encoding="utf-8")
-    datapath = tmp_path / "data"
-    ran = rs.Recipes.main("run", "tiny", "--recipes-file", str(path), "--datapath", str(datapath))
-    assert ran == [["display_data", "-t", "docgraph:sample", "-n", "1", "--datapath", str(datapath)]]
-    out = capfd.readouterr().out
-    assert "NEW EPISODE: sample" in out and "[dry run]" not in out  # the subprocess ran
+def test_cli_through_the_super_command(tmp_path):
+    """``parlai-docgraph recipes ...``: ParlAI's super-command pre-parses the whole line."""
+    shown = run_cli(["parlai-docgraph", "recipes", "run", "li_t7_coref", "--dry-run"], cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    lines = [ln for ln in shown.stdout.splitlines() if ln.startswith("[dry run] parlai ")]
+    assert [ln.split()[3] for ln in lines] == ["train_model", "eval_model"]
+    assert "--datapath data" in lines[0] and "-mf runs/li_t7_coref/model" in lines[1]
+
+
+def test_run_calls_the_stock_parlai_per_stage(tmp_path, monkeypatch, book):
+    """Not dry: each stage is ``python -m parlai <argv>`` (the stock command), in order, and
+    a failing stage stops the run."""
+    calls = []
+
+    def fake_run(cmd, check):
+        calls.append(cmd)
+        assert check is True
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(rs.subprocess, "run", fake_run)
+    ran = rs.run_recipe(book, "li_t7_coref", "/d", str(tmp_path), dry_run=False)
+    assert calls == [[sys.executable, "-m", "parlai", *argv] for argv in ran]
+    assert [argv for _, _, argv in book.plan("li_t7_coref", "/d", str(tmp_path))] == ran
+
+    def failing(cmd, check):
+        raise subprocess.CalledProcessError(1, cmd)
+
+    monkeypatch.setattr(rs.subprocess, "run", failing)
+    with pytest.raises(subprocess.CalledProcessError):
+        rs.run_recipe(book, "li_t7_coref", "/d", str(tmp_path), dry_run=False)
