@@ -54,6 +54,7 @@ from parlai.core.torch_generator_agent import PPLMetric, TorchGeneratorAgent
 from parlai.utils import logging
 
 from .base import FullyQualifiedOptMixin
+from .lm_adapters import WeightsOnlyLoadMixin, add_adapter_args, adapt_lm, lm_dtype
 from .selector_messages import NO_PASSAGE
 
 HF_SUFFIX = ".hf"
@@ -202,7 +203,7 @@ class _Beams:
         return self._finished[:n_best] if n_best else self._finished
 
 
-class GPT2ResponderAgent(FullyQualifiedOptMixin, TorchGeneratorAgent):
+class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
     """
     A causal LM that writes the reply from ``[knowledge; context]`` (Li et al. Eq. 9).
     """
@@ -248,6 +249,7 @@ class GPT2ResponderAgent(FullyQualifiedOptMixin, TorchGeneratorAgent):
             default=0,
             help="seed of the initial weights when the source has none (e.g. 'tiny')",
         )
+        add_adapter_args(parser)
         parser.set_defaults(topk=20, topp=0.95)
         return parser
 
@@ -261,10 +263,14 @@ class GPT2ResponderAgent(FullyQualifiedOptMixin, TorchGeneratorAgent):
             self.opt.get("datapath"),
             seed=self.opt.get("responder_seed", 0),
             pretrained=saved is None,
+            dtype=lm_dtype(self.opt),
         )
         tok = self.dict.hf_tokenizer
-        if lm.get_input_embeddings().num_embeddings < len(tok):
+        known = lm.get_input_embeddings().num_embeddings
+        if known < len(tok):
             lm.resize_token_embeddings(len(tok))
+        # LoRA: tokens the LM did not know keep trainable rows
+        lm = adapt_lm(lm, self.opt, range(known, len(tok)))
         return Responder(
             lm,
             eos_id=tok.eos_token_id,
