@@ -127,7 +127,7 @@ def test_responder_lora_bf16_checkpoint_reloads_in_eval_and_interactive(tmp_path
     mf = tmp_path / "resp"
     common = ["-t", "docgraph:sample", "--datapath", str(datapath)]
     out = run_cli(["parlai", "train_model", "-m", "docgraph/gpt2_responder", "--responder-model", "tiny", *common,
-                   "-mf", str(mf), "-bs", "4", "--max-train-steps", "6", "-lr", "1e-2", "-vstep", "100",
+                   "-mf", str(mf), "-bs", "4", "--max-train-steps", "3", "-lr", "1e-2", "-vstep", "100",
                    "--validation-max-exs", "4", "--short-final-eval", "true",
                    "--lora-r", "4", "--lora-alpha", "8", "--bf16", "true"], cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
