@@ -53,7 +53,10 @@ from parlai.core.params import ParlaiParser
 from parlai.core.torch_generator_agent import PPLMetric, TorchGeneratorAgent
 from parlai.utils import logging
 
+from parlai_docgraph.models import chat
+
 from .base import FullyQualifiedOptMixin
+from .lm_adapters import WeightsOnlyLoadMixin, add_adapter_args, adapt_lm, lm_dtype
 from .selector_messages import NO_PASSAGE
 
 HF_SUFFIX = ".hf"
@@ -123,6 +126,8 @@ class ResponderDictionaryAgent(DictionaryAgent):
         self.ind2tok = {i: t for t, i in self.tok2ind.items()}
         self.freq = defaultdict(int, {t: 1 for t in self.tok2ind})
         self.end_token = tok.eos_token
+        if chat.use_template(opt.get("chat_template") or "false", tok):  # replies end their turn
+            self.end_token = tok.convert_ids_to_tokens(chat.end_of_turn_id(tok))
         self.null_token = tok.pad_token or tok.eos_token
         self.start_token = tok.bos_token or tok.eos_token
         self.unk_token = tok.unk_token or tok.eos_token
@@ -202,7 +207,7 @@ class _Beams:
         return self._finished[:n_best] if n_best else self._finished
 
 
-class GPT2ResponderAgent(FullyQualifiedOptMixin, TorchGeneratorAgent):
+class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
     """
     A causal LM that writes the reply from ``[knowledge; context]`` (Li et al. Eq. 9).
     """
@@ -248,6 +253,17 @@ class GPT2ResponderAgent(FullyQualifiedOptMixin, TorchGeneratorAgent):
             default=0,
             help="seed of the initial weights when the source has none (e.g. 'tiny')",
         )
+        group.add_argument(
+            "--chat-template",
+            type=str,
+            default="auto",
+            choices=chat.SETTINGS,
+            help="feed knowledge (system message) and history (user/assistant turns) through "
+            "the tokenizer's chat template, replies ending with its end-of-turn token; auto: "
+            "when the tokenizer has one (instruction-tuned models), false: the plain "
+            "'knowledge <eos> context <eos>' layout",
+        )
+        add_adapter_args(parser)
         parser.set_defaults(topk=20, topp=0.95)
         return parser
 
@@ -261,13 +277,17 @@ class GPT2ResponderAgent(FullyQualifiedOptMixin, TorchGeneratorAgent):
             self.opt.get("datapath"),
             seed=self.opt.get("responder_seed", 0),
             pretrained=saved is None,
+            dtype=lm_dtype(self.opt),
         )
         tok = self.dict.hf_tokenizer
-        if lm.get_input_embeddings().num_embeddings < len(tok):
+        known = lm.get_input_embeddings().num_embeddings
+        if known < len(tok):
             lm.resize_token_embeddings(len(tok))
+        # LoRA: tokens the LM did not know keep trainable rows
+        lm = adapt_lm(lm, self.opt, range(known, len(tok)))
         return Responder(
             lm,
-            eos_id=tok.eos_token_id,
+            eos_id=tok.convert_tokens_to_ids(self.dict.end_token),
             pad_id=self.dict[self.dict.null_token],
             context_truncate=self.opt.get("responder_context_truncate", 128),
             knowledge_truncate=self.opt.get("responder_knowledge_truncate", 128),
@@ -277,6 +297,20 @@ class GPT2ResponderAgent(FullyQualifiedOptMixin, TorchGeneratorAgent):
     def _responder(self):
         model = self.model
         return getattr(model, "module", model)
+
+    def uses_chat_template(self) -> bool:
+        """``--chat-template`` resolved against the tokenizer (see :mod:`..models.chat`)."""
+        if not hasattr(self, "_chat"):
+            self._chat = chat.use_template(self.opt.get("chat_template") or "auto", self.dict.hf_tokenizer)
+        return self._chat
+
+    def build_prompt(self, knowledge: str, history_string: str, turns: List[str]) -> List[int]:
+        """Prompt ids: through the chat template, or ``knowledge <eos> context <eos>``."""
+        responder = self._responder()
+        if self.uses_chat_template():
+            return chat.chat_prompt(self.dict.hf_tokenizer, knowledge, turns,
+                                    responder.context_truncate, responder.knowledge_truncate)
+        return responder.build_prompt(self.dict.txt2vec(knowledge), self.dict.txt2vec(history_string))
 
     def save(self, path: Optional[str] = None) -> None:
         super().save(path)
@@ -295,10 +329,11 @@ class GPT2ResponderAgent(FullyQualifiedOptMixin, TorchGeneratorAgent):
         if history_string is None:
             history_string = obs.get("text") or ""
         context = self.dict.txt2vec(history_string)
-        knowledge = self.dict.txt2vec(knowledge_text(obs))
+        turns = list(history.history_strings) if history is not None and history.history_strings else [history_string]
         responder = self._responder()
-        prompt = responder.build_prompt(knowledge, context)
+        prompt = self.build_prompt(knowledge_text(obs), history_string, turns)
         obs.force_set("full_text", history_string)
+        obs.force_set("history_turns", turns)
         obs.force_set("context_original_length", len(context))
         obs.force_set(
             "context_truncate_rate", len(context) > (responder.context_truncate or len(context))
@@ -351,8 +386,8 @@ class GPT2ResponderAgent(FullyQualifiedOptMixin, TorchGeneratorAgent):
         if not selected:
             return [int(i) for i in ex["text_vec"]]
         knowledge = format_knowledge(selected.get("title"), selected.get("sentence"))
-        context = self.dict.txt2vec(ex.get("full_text") or ex.get("text") or "")
-        return self._responder().build_prompt(self.dict.txt2vec(knowledge), context)
+        history_string = ex.get("full_text") or ex.get("text") or ""
+        return self.build_prompt(knowledge, history_string, list(ex.get("history_turns") or [history_string]))
 
     def _batch_pairs(self, batch) -> Tuple[List[List[int]], Optional[List[List[int]]]]:
         return batch["responder_prompts"], batch.get("responder_targets")

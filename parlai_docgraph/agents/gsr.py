@@ -41,6 +41,7 @@ from .base import FullyQualifiedOptMixin
 from .gpt2_responder import HF_SUFFIX, ResponderDictionaryAgent, saved_hf_dir
 from .gsr_eval import GSREvalMixin
 from .gsr_inputs import GSRInputs, make_linearizer
+from .lm_adapters import WeightsOnlyLoadMixin, add_adapter_args, adapt_lm, lm_dtype
 
 STAGES = ("pretrain", "retrieve", "respond", "all")
 CONSTRAINTS = ("none", "hard", "connection", "katz")
@@ -65,7 +66,7 @@ class GSRDictionaryAgent(ResponderDictionaryAgent):
         super().__init__(opt, shared)
 
 
-class GSRAgent(GSREvalMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
+class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
     """Retrieves KG paths by constrained generation, then responds from them."""
 
     @classmethod
@@ -129,6 +130,7 @@ class GSRAgent(GSREvalMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
         g.add_argument("--gsr-kg-file", type=str, default=None,
                        help="triples file (OpenDialKG format) for messages without candidates, "
                        "e.g. in interactive mode")
+        add_adapter_args(parser)
         # interactive: show the retrieved subgraph next to the reply
         parser.set_defaults(optimizer="adamw", learningrate=1e-3, gradient_clip=1.0,
                             display_add_fields="retrieved")
@@ -157,9 +159,12 @@ class GSRAgent(GSREvalMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
         saved = saved_hf_dir(self.opt)
         lm = load_lm(
             saved or self.opt.get("gsr_model", "t5-small"), self.opt.get("datapath"),
-            seed=self.opt.get("gsr_seed", 0), pretrained=saved is None,
+            seed=self.opt.get("gsr_seed", 0), pretrained=saved is None, dtype=lm_dtype(self.opt),
         )
-        return build_gsr_model(lm, self.dict.hf_tokenizer, structural_tokens(self.opt))
+        model = build_gsr_model(lm, self.dict.hf_tokenizer, structural_tokens(self.opt))
+        # LoRA: the structural tokens (and a causal LM's mask) keep trainable rows
+        model.lm = adapt_lm(model.lm, self.opt, model.special_ids)
+        return model
 
     def gsr(self):
         return getattr(self.model, "module", self.model)

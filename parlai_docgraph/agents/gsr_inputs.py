@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from parlai_docgraph.kg.linearize import Linearizer
 from parlai_docgraph.kg.subgraph import Hop, Path
+from parlai_docgraph.kg.path_ids import PathEncoder
 from parlai_docgraph.kg.trie import PathTrie, build_path_trie
 
 MASK = "<extra_id_0>"
@@ -78,6 +79,7 @@ class GSRInputs:
         self._ret = self.ids("retrieve:")
         self._know = self.ids("knowledge:")
         self._dlg = self.ids("dialogue:")
+        self.path_encoder = PathEncoder(linearizer, tokenizer)  # caches name token ids
 
     def ids(self, text: str) -> List[int]:
         return list(self.tok(text, add_special_tokens=False)["input_ids"]) if text else []
@@ -135,7 +137,7 @@ class GSRInputs:
 
     def trie(self, paths: Sequence[Path], allow_stop: bool = False) -> PathTrie:
         """Trie of the candidates; ``allow_stop`` also allows an empty path (``</s>``)."""
-        trie = build_path_trie(paths, self.lin, self.tok, eos_id=self.eos)
+        trie = build_path_trie(paths, self.lin, self.tok, eos_id=self.eos, encoder=self.path_encoder)
         if allow_stop:
             trie.insert([self.eos], [None])
         return trie

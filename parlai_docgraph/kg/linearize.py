@@ -63,47 +63,60 @@ class Linearizer:
         return out
 
     # ------------------------------------------------------------------ writing
-    def _check(self, name: str) -> str:
+    def check_name(self, name: str) -> str:
+        """``name`` if it can be linearized reversibly, else ``ValueError``."""
         if not name or name != name.strip() or self._split.search(name):
             raise ValueError(f"name cannot be linearized reversibly: {name!r}")
         return name
+
+    @property
+    def _slot_pieces(self) -> dict:
+        """``(reverse, hop j) -> (pieces before the relation, pieces after it)``, cached."""
+        cache = self.__dict__.get("_slot_pieces_cache")
+        if cache is None:
+            cache = self.__dict__["_slot_pieces_cache"] = {
+                (rev, j): tuple([(t, None) for t in self.slot("Rev" if rev else "Int", 2 * j - o)] for o in (1, 0))
+                for rev in (False, True) for j in range(1, self.max_hops + 1)
+            }
+        return cache
+
+    def pieces(self, path: Sequence[Hop]) -> List[Tuple[str, Optional[str]]]:
+        """
+        The space-separated pieces of one path, in order: ``(token, None)`` for a special
+        token (``[Head]``, slot tokens, ``[Tail]``), ``(name, entity)`` for an entity name
+        and ``(relation, None)`` for a relation name.
+        """
+        if not path:
+            raise ValueError("empty path")
+        if len(path) > self.max_hops:
+            raise ValueError(f"path of {len(path)} hops > max_hops={self.max_hops}")
+        slots = self._slot_pieces
+        out: List[Tuple[str, Optional[str]]] = [(self.head, None), (self.check_name(path[0].source), path[0].source)]
+        for j, hop in enumerate(path, 1):
+            if j > 1 and hop.source != path[j - 2].target:
+                raise ValueError(f"hop {j} does not continue the path: {hop}")
+            before, after = slots[(hop.reverse, j)]
+            out += before
+            out.append((self.check_name(hop.relation), None))
+            out += after
+            out.append((self.check_name(hop.target), hop.target))
+        out.append((self.tail, None))
+        return out
 
     def linearize_path_with_spans(self, path: Sequence[Hop]) -> Tuple[str, List[Span]]:
         """
         Text of one path, plus ``(start, end, entity)`` character spans of its entity
         names (used to know which entity each token spells).
         """
-        if not path:
-            raise ValueError("empty path")
-        if len(path) > self.max_hops:
-            raise ValueError(f"path of {len(path)} hops > max_hops={self.max_hops}")
-        parts: List[str] = []
+        pieces = self.pieces(path)
         spans: List[Span] = []
-        length = 0
-
-        def add(piece: str, entity: Optional[str] = None) -> None:
-            nonlocal length
-            if parts:
-                length += 1
+        length = -1
+        for piece, entity in pieces:
+            length += 1  # the separating space
             if entity is not None:
                 spans.append((length, length + len(piece), entity))
-            parts.append(piece)
             length += len(piece)
-
-        add(self.head)
-        add(self._check(path[0].source), path[0].source)
-        for j, hop in enumerate(path, 1):
-            if j > 1 and hop.source != path[j - 2].target:
-                raise ValueError(f"hop {j} does not continue the path: {hop}")
-            kind = "Rev" if hop.reverse else "Int"
-            for tok in self.slot(kind, 2 * j - 1):
-                add(tok)
-            add(self._check(hop.relation))
-            for tok in self.slot(kind, 2 * j):
-                add(tok)
-            add(self._check(hop.target), hop.target)
-        add(self.tail)
-        return " ".join(parts), spans
+        return " ".join(p for p, _ in pieces), spans
 
     def linearize_path(self, path: Sequence[Hop]) -> str:
         """Text of one path (Eq. 2 without ``[SEP]``)."""

@@ -32,6 +32,7 @@ from torch import nn
 
 from ..env import offline
 from . import hub
+from .adapters import is_adapted, set_trainable
 
 TINY = hub.TINY
 TINY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "tiny_t5")
@@ -190,6 +191,11 @@ class GSRModel(nn.Module):
         embedding (Park et al. 3.4: "All the other parameters are frozen"). Use an
         optimizer without weight decay (decay would move the zero-gradient rows).
         """
+        if is_adapted(self.lm):  # LoRA: the new-token rows are peft's trainable tokens
+            if rows is not None and sorted(set(rows)) != self.special_ids:
+                raise ValueError("with LoRA only the special-token rows can be trained alone")
+            set_trainable(self.lm, tokens_only=True)
+            return
         self.release_rows()
         rows = self.special_ids if rows is None else list(rows)
         emb = self.lm.get_input_embeddings().weight
@@ -203,7 +209,10 @@ class GSRModel(nn.Module):
         self._hook = [t.register_hook(lambda g: g * keep.to(g.dtype)) for t in tables]
 
     def release_rows(self) -> None:
-        """Undo :meth:`train_only_rows`: every parameter trains again."""
+        """Undo :meth:`train_only_rows`: every parameter (LoRA: every adapter) trains again."""
+        if is_adapted(self.lm):
+            set_trainable(self.lm)
+            return
         for hook in self._hook or []:
             hook.remove()
         self._hook = None

@@ -94,6 +94,7 @@ def load_causal_lm(
     datapath: Optional[str] = None,
     seed: int = 0,
     pretrained: bool = True,
+    dtype: Optional[torch.dtype] = None,
 ) -> nn.Module:
     """
     The causal LM of ``--responder-model``.
@@ -101,6 +102,7 @@ def load_causal_lm(
     A directory without weights (``tiny``) gets freshly initialised weights from ``seed``
     (without touching the global RNG). ``pretrained=False`` does the same for any source:
     the caller is about to load a checkpoint, so pretrained weights would be wasted work.
+    ``dtype`` (e.g. ``torch.bfloat16``) is the parameter dtype.
     """
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -109,14 +111,15 @@ def load_causal_lm(
     try:
         if pretrained and (not local or has_weights(source)):
             return AutoModelForCausalLM.from_pretrained(
-                source, local_files_only=offline() or local
+                source, local_files_only=offline() or local, **({} if dtype is None else {"dtype": dtype})
             )
         config = AutoConfig.from_pretrained(source, local_files_only=offline() or local)
     except (OSError, ValueError) as e:
         raise _unavailable(name, datapath, e) from e
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return AutoModelForCausalLM.from_config(config, **_small_model_kwargs(config))
+        lm = AutoModelForCausalLM.from_config(config, **_small_model_kwargs(config))
+    return lm if dtype is None else lm.to(dtype)
 
 
 def _small_model_kwargs(config) -> dict:

@@ -14,3 +14,4 @@ from . import chat  # noqa: F401
 from . import recipes  # noqa: F401  (parlai-docgraph recipes: the papers' table rows)
 from . import bench_selector  # noqa: F401  (registers the "selector" benchmark)
 from . import bench_gsr  # noqa: F401  (registers the "gsr" benchmark)
+from . import bench_trie  # noqa: F401  (registers the "trie" benchmark)

@@ -170,28 +170,43 @@ def beam_and_trie(quick: bool) -> Dict[str, Any]:
     return out
 
 
-def katz_opendialkg_size(quick: bool) -> Dict[str, Any]:
-    """Katz scores on a KG of OpenDialKG's size (real names, generated triples)."""
-    from parlai_docgraph.kg.katz import katz_scores
+def opendialkg_size_kg(seed: int = 0):
+    """
+    ``(kg, entity names, draw weights, build seconds)``: OpenDialKG's real entity and
+    relation names with 1,190,658 seeded triples whose heads and tails follow a Zipf-like
+    law (heavy-tailed degrees, as in Freebase); None when the real lists are absent.
+    """
     from parlai_docgraph.kg.store import KnowledgeGraph
-    from parlai_docgraph.kg.subgraph import candidate_paths
 
     ents_file, rels_file = REAL_ODKG / "opendialkg_entities.txt", REAL_ODKG / "opendialkg_relations.txt"
     if not ents_file.is_file() or not rels_file.is_file():
-        return {"skipped": f"{REAL_ODKG} absent: Katz timing on an OpenDialKG-size KG needs the real entity/relation lists"}
+        return None
     ents = list(dict.fromkeys(l.rstrip("\n") for l in ents_file.open(encoding="utf-8") if l.strip()))
     rels = list(dict.fromkeys(l.rstrip("\n").lstrip("~") for l in rels_file.open(encoding="utf-8") if l.strip()))
-    rng = np.random.default_rng(0)
-    # heavy-tailed degrees, as in Freebase: heads and tails drawn from a Zipf-like law
+    rng = np.random.default_rng(seed)
     weights = 1.0 / np.arange(1, len(ents) + 1) ** 0.8
     weights /= weights.sum()
     perm = rng.permutation(len(ents))
     heads = perm[rng.choice(len(ents), ODKG_TRIPLES, p=weights)]
     tails = perm[rng.choice(len(ents), ODKG_TRIPLES, p=weights)]
     rel_ids = rng.integers(0, len(rels), ODKG_TRIPLES)
+    draw = np.zeros(len(ents))
+    draw[perm] = weights  # entity i is drawn as often as it appears in triples
     start = time.perf_counter()
     kg = KnowledgeGraph(ents, rels, heads, rel_ids, tails)
-    build = time.perf_counter() - start
+    return kg, ents, draw, time.perf_counter() - start
+
+
+def katz_opendialkg_size(quick: bool) -> Dict[str, Any]:
+    """Katz scores on a KG of OpenDialKG's size (real names, generated triples)."""
+    from parlai_docgraph.kg.katz import katz_scores
+    from parlai_docgraph.kg.subgraph import candidate_paths
+
+    made = opendialkg_size_kg()
+    if made is None:
+        return {"skipped": f"{REAL_ODKG} absent: Katz timing on an OpenDialKG-size KG needs the real entity/relation lists"}
+    kg, ents, _, build = made
+    rng = np.random.default_rng(0)
     start = time.perf_counter()
     _ = kg.A
     adj = time.perf_counter() - start

@@ -1,0 +1,99 @@
+"""
+Chat-template prompts for instruction-tuned causal LMs (issue 16, item 4). No ParlAI.
+
+An instruction-tuned model (Llama-3-Instruct, Qwen2.5-Instruct, ...) was trained on its
+tokenizer's chat template, so the responder feeds it knowledge and history through that
+template instead of the plain ``knowledge <eos> context <eos>`` layout:
+
+* a ``system`` message ``"Knowledge: <title: sentence>"`` (the first ``knowledge_truncate``
+  knowledge tokens), folded into the first user message when the template refuses a
+  system role;
+* the dialogue turns, newest last as ``user``, alternating ``assistant`` / ``user``
+  backwards; the oldest turns are dropped until the turns fit ``context_truncate`` tokens
+  (the newest turn alone is cut to its last ``context_truncate`` tokens), and a leading
+  ``assistant`` turn is dropped so the conversation opens with the user;
+* the template's generation prompt (``add_generation_prompt=True``);
+* the reply is followed by the template's end-of-turn token (Qwen's ``<|im_end|>``,
+  Llama-3's ``<|eot_id|>``): the first token the template writes after an assistant
+  message, when it is a special token; else the tokenizer's EOS.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence
+
+SETTINGS = ("auto", "true", "false")
+_PROBE = "\u2063reply\u2063"  # a content string no template rewrites
+
+
+def has_template(tokenizer: Any) -> bool:
+    return bool(getattr(tokenizer, "chat_template", None))
+
+
+def use_template(setting: str, tokenizer: Any) -> bool:
+    """``--chat-template``: ``auto`` = whenever the tokenizer has one; ``true`` insists."""
+    setting = str(setting).lower()
+    if setting not in SETTINGS:
+        raise ValueError(f"--chat-template must be one of {SETTINGS}, got {setting!r}")
+    if setting == "true" and not has_template(tokenizer):
+        raise ValueError(
+            "--chat-template true: the responder's tokenizer has no chat template "
+            "(tokenizer_config.json 'chat_template' or chat_template.jinja); use an "
+            "instruction-tuned model or --chat-template false"
+        )
+    return setting != "false" and has_template(tokenizer)
+
+
+def end_of_turn_id(tokenizer: Any) -> int:
+    """The special token the template puts after an assistant message, else EOS."""
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "x"}, {"role": "assistant", "content": _PROBE}], tokenize=False
+    )
+    after = text.split(_PROBE, 1)[1] if _PROBE in text else ""
+    ids = tokenizer(after, add_special_tokens=False)["input_ids"] if after.strip() else []
+    if ids and ids[0] in set(tokenizer.all_special_ids):
+        return int(ids[0])
+    return int(tokenizer.eos_token_id)
+
+
+def _render(tokenizer: Any, messages: List[Dict[str, str]]) -> List[int]:
+    return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False))
+
+
+def chat_prompt(
+    tokenizer: Any, knowledge: str, turns: Sequence[str], context_truncate: int = 128, knowledge_truncate: int = 128
+) -> List[int]:
+    """Prompt ids of ``knowledge`` and the dialogue ``turns`` (oldest first) through the chat template."""
+
+    def ids(text: str) -> List[int]:
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def decode(tokens: Sequence[int]) -> str:
+        return tokenizer.decode(list(tokens), skip_special_tokens=True, clean_up_tokenization_spaces=False)
+
+    know = ids(knowledge)
+    if knowledge_truncate and len(know) > knowledge_truncate:
+        knowledge = decode(know[:knowledge_truncate])
+    kept: List[str] = []
+    budget = context_truncate if context_truncate and context_truncate > 0 else None
+    for turn in reversed([t for t in turns if t and t.strip()] or [""]):
+        n = len(ids(turn))
+        if budget is not None and n > budget:
+            if not kept:  # the newest turn alone is too long: keep its end
+                kept.append(decode(ids(turn)[-budget:]))
+            break
+        kept.append(turn)
+        if budget is not None:
+            budget -= n
+    kept.reverse()
+    roles = ["user" if (len(kept) - 1 - i) % 2 == 0 else "assistant" for i in range(len(kept))]
+    if roles and roles[0] == "assistant":
+        kept, roles = kept[1:], roles[1:]
+    dialogue = [{"role": r, "content": t} for r, t in zip(roles, kept)]
+    system = f"Knowledge: {knowledge}"
+    try:
+        return _render(tokenizer, [{"role": "system", "content": system}] + dialogue)
+    except Exception:  # jinja2 TemplateError: e.g. "System role not supported"
+        first = dict(dialogue[0])
+        first["content"] = f"{system}\n\n{first['content']}"
+        return _render(tokenizer, [first] + dialogue[1:])

@@ -1,0 +1,104 @@
+"""
+Chat templates for an instruction-tuned responder (issue 16, item 4): knowledge and history
+go in through the tokenizer's template, replies end with its end-of-turn token; tested
+with the tiny Qwen-style tokenizer (ChatML template) built in the test.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from modern_lm import make_tiny_lm
+
+from parlai_docgraph.models import chat
+from parlai_docgraph.models.responder import TINY_DIR, load_tokenizer
+
+KNOWLEDGE = "Lighthouse: a lighthouse is a tower that emits light"
+TURNS = ["do you like the sea ?", "i love it , the waves are calming", "have you seen a lighthouse ?"]
+
+
+@pytest.fixture(scope="module")
+def qwen_dir(tmp_path_factory):
+    return make_tiny_lm("qwen", tmp_path_factory.mktemp("lm") / "qwen")
+
+
+@pytest.fixture(scope="module")
+def qwen_tok(qwen_dir):
+    return load_tokenizer(str(qwen_dir))
+
+
+def test_prompt_goes_through_the_template(qwen_tok):
+    ids = chat.chat_prompt(qwen_tok, KNOWLEDGE, TURNS)
+    text = qwen_tok.decode(ids, skip_special_tokens=False)
+    assert text == (
+        f"<|im_start|>system\nKnowledge: {KNOWLEDGE}<|im_end|>\n"
+        f"<|im_start|>user\n{TURNS[0]}<|im_end|>\n<|im_start|>assistant\n{TURNS[1]}<|im_end|>\n"
+        f"<|im_start|>user\n{TURNS[2]}<|im_end|>\n<|im_start|>assistant\n"
+    )
+    assert chat.end_of_turn_id(qwen_tok) == qwen_tok.convert_tokens_to_ids("<|im_end|>")
+
+
+def test_history_is_cut_from_the_oldest_turn_and_opens_with_the_user(qwen_tok):
+    last = len(qwen_tok(TURNS[2], add_special_tokens=False)["input_ids"])
+    mid = len(qwen_tok(TURNS[1], add_special_tokens=False)["input_ids"])
+    text = qwen_tok.decode(chat.chat_prompt(qwen_tok, KNOWLEDGE, TURNS, context_truncate=last + mid), skip_special_tokens=False)
+    # the two newest turns fit, but the older one would open with the assistant: dropped too
+    assert TURNS[0] not in text and TURNS[1] not in text and TURNS[2] in text
+    text = qwen_tok.decode(chat.chat_prompt(qwen_tok, KNOWLEDGE, TURNS, context_truncate=3, knowledge_truncate=4),
+                           skip_special_tokens=False)
+    end = qwen_tok.decode(qwen_tok(TURNS[2], add_special_tokens=False)["input_ids"][-3:])
+    assert f"user\n{end}<|im_end|>" in text and "have you seen" not in text  # the newest turn keeps its end
+    assert KNOWLEDGE not in text and "Knowledge: Light" in text
+
+
+def test_settings_and_templates_without_a_system_role(qwen_tok):
+    plain = load_tokenizer(TINY_DIR)  # the bundled GPT-2 has no template
+    assert chat.use_template("auto", qwen_tok) and not chat.use_template("auto", plain)
+    assert not chat.use_template("false", qwen_tok)
+    with pytest.raises(ValueError, match="no chat template"):
+        chat.use_template("true", plain)
+    with pytest.raises(ValueError):
+        chat.use_template("maybe", qwen_tok)
+    tok = load_tokenizer(TINY_DIR)
+    tok.chat_template = (
+        "{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+        "{% endif %}<{{ m['role'] }}>{{ m['content'] }}</turn>{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}"
+    )
+    text = tok.decode(chat.chat_prompt(tok, KNOWLEDGE, TURNS[-1:]))
+    assert text == f"<user>Knowledge: {KNOWLEDGE}\n\n{TURNS[-1]}</turn><assistant>"
+    assert chat.end_of_turn_id(tok) == tok.eos_token_id  # '</turn>' is not one special token
+
+
+def _agent(qwen_dir, *args):
+    from parlai.core.agents import create_agent
+    from parlai.core.params import ParlaiParser
+
+    parser = ParlaiParser(True, True)
+    opt = parser.parse_args(["-m", "docgraph/gpt2_responder", "--responder-model", str(qwen_dir),
+                             "--inference", "greedy", *args])
+    return create_agent(opt)
+
+
+def test_responder_agent_trains_and_generates_through_the_template(qwen_dir, qwen_tok):
+    msg = {"text": TURNS[-1], "title": "Lighthouse", "checked_sentence": "a lighthouse is a tower that emits light",
+           "labels": ["yes , the one by the harbour"], "episode_done": True}
+    agent = _agent(qwen_dir)
+    assert agent.uses_chat_template()
+    obs = agent.observe(dict(msg))
+    assert obs["text_vec"].tolist() == chat.chat_prompt(qwen_tok, KNOWLEDGE, [TURNS[-1]])
+    im_end = qwen_tok.convert_tokens_to_ids("<|im_end|>")
+    assert obs["labels_vec"].tolist()[-1] == im_end and agent._responder().eos_id == im_end
+    batch = agent.batchify([obs])
+    loss = agent.compute_loss(batch)
+    loss.backward()
+    assert torch.isfinite(loss)
+    agent.model.eval()
+    preds, _ = agent._generate(batch, 1, 5)
+    assert len(preds) == 1 and preds[0][0].tolist()[-1] == im_end
+    plain = _agent(qwen_dir, "--chat-template", "false")
+    assert not plain.uses_chat_template()
+    obs = plain.observe(dict(msg))
+    eos = qwen_tok.eos_token_id
+    assert obs["text_vec"].tolist()[-1] == eos and obs["labels_vec"].tolist()[-1] == eos
+    assert "<|im_start|>" not in qwen_tok.decode(obs["text_vec"].tolist(), skip_special_tokens=False)
