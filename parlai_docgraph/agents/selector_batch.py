@@ -106,7 +106,8 @@ class GraphProvider:
     that extends a memoised one (``base``, ``--background per_turn``) is built with
     ``DocumentGraph.extend``. Node features are :func:`~parlai_docgraph.graphs.embed.embed_graph`
     vectors from the frozen ``node_encoder`` (none for ``paths``). Both are kept in an
-    in-process LRU memo of ``memo_size`` pools.
+    in-process LRU memo of ``memo_size`` pools. ``build_options`` are added to the
+    variant's builder options (``--multilevel-ablation``: :func:`multilevel_build_options`).
     """
 
     def __init__(
