@@ -320,12 +320,16 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         self._episode_over = False
 
     def _set_text_vec(self, obs, history, truncate):
-        """Keep the dialogue context string (``--context-turns``); the HF tokenizer runs in
-        ``batchify``."""
-        if "text" in obs and "full_text" not in obs:
-            text = history.get_history_str()
-            obs["full_text"] = recent_turns(text if text is not None else obs["text"],
-                                            self.opt.get("context_turns", 2))
+        """Keep the dialogue context string, cut to the last ``--context-turns`` utterances
+        whether it comes from the history or from the message (the ``-m docgraph`` pipeline
+        hands its own history in ``full_text``, which must be cut the same way); the HF
+        tokenizer runs in ``batchify``."""
+        if "text" in obs:
+            text = obs.get("full_text")
+            if text is None:
+                text = history.get_history_str()
+            obs.force_set("full_text", recent_turns(text if text is not None else obs["text"],
+                                                    self.opt.get("context_turns", 2)))
         return obs
 
     def _set_label_vec(self, obs, add_start, add_end, truncate):
