@@ -24,7 +24,10 @@ Figures per family: ``params_m`` (millions), ``s_per_step`` (median of the measu
 after one warm-up step), ``peak_rss_gb`` (the child process's peak resident memory less its
 resident memory before the model was built: weights, gradients, AdamW's two moments and the
 activations of one step, fp32), ``weights_gb`` (fp32 parameters alone) and
-``s_per_step_vs_bert`` (the step time over bert-base's, measured in the same run). Each
+``s_per_step_vs_bert`` (the step time over bert-base's, measured in the same run),
+``optimizer`` (AdamW, or SGD with ``--optimizer sgd`` where memory is short) and
+``adamw_state_gb`` (computed, not measured: AdamW's two fp32 moments, 8 bytes per
+parameter, what an SGD figure lacks). Each
 family runs in its own spawned process so peaks do not mix. A GPU step in fp32 needs about
 ``peak_rss_gb`` of device memory (``--fp16`` / bf16 weights halve the weights part, AdamW's
 moments stay fp32).
@@ -166,7 +169,8 @@ class _FakeTokenizer:
         return [self.eos_token_id for _ in tokens]
 
 
-def measure(name: str, quick: bool, steps: int, threads: int) -> Dict[str, Any]:
+def measure(name: str, quick: bool, steps: int, threads: int, optimizer: str = "adamw"
+            ) -> Dict[str, Any]:
     """One family's figures (run in a fresh process: see :func:`family_benchmark`)."""
     import torch
 
@@ -176,7 +180,10 @@ def measure(name: str, quick: bool, steps: int, threads: int) -> Dict[str, Any]:
     model, loss_fn = _step_fn(name, shape)
     model.train()
     params = sum(p.numel() for p in model.parameters())
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    if optimizer == "adamw":
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    else:  # sgd: no optimizer state, for a machine without room for AdamW's two moments
+        opt = torch.optim.SGD(model.parameters(), lr=1e-5)
     times = []
     for _ in range(steps + 1):  # the first step (allocations, AdamW state) is a warm-up
         start = time.perf_counter()
@@ -192,20 +199,24 @@ def measure(name: str, quick: bool, steps: int, threads: int) -> Dict[str, Any]:
         "shape": {"batch": shape[0], "source": shape[1], "target": shape[2]},
         "params_m": round(params / 1e6, 1),
         "weights_gb": round(params * 4 / GB, 2),
+        "optimizer": optimizer,
+        "adamw_state_gb": round(params * 8 / GB, 2),  # computed: two fp32 moments
         "s_per_step": round(statistics.median(times[1:]), 2),
         "peak_rss_gb": round((peak - before) / GB, 2),
     }
 
 
-def _child(name: str, quick: bool, steps: int, threads: int, queue: Any) -> None:
+def _child(name: str, quick: bool, steps: int, threads: int, queue: Any,
+           optimizer: str = "adamw") -> None:
     try:
-        queue.put(measure(name, quick, steps, threads))
+        queue.put(measure(name, quick, steps, threads, optimizer))
     except BaseException as err:  # reported by the parent, which goes on with the others
         queue.put({"error": f"{type(err).__name__}: {err}"})
 
 
 def family_benchmark(quick: bool = False, names: Optional[Sequence[str]] = None,
-                     steps: Optional[int] = None, threads: Optional[int] = None) -> Dict[str, Any]:
+                     steps: Optional[int] = None, threads: Optional[int] = None,
+                     optimizer: str = "adamw") -> Dict[str, Any]:
     """``{family: figures}`` plus ``threads``; each family in its own spawned process."""
     import torch
 
@@ -216,7 +227,7 @@ def family_benchmark(quick: bool = False, names: Optional[Sequence[str]] = None,
     out: Dict[str, Any] = {}
     for name in names:
         queue = ctx.Queue()
-        proc = ctx.Process(target=_child, args=(name, quick, steps, threads, queue))
+        proc = ctx.Process(target=_child, args=(name, quick, steps, threads, queue, optimizer))
         proc.start()
         while proc.is_alive() and queue.empty():
             proc.join(timeout=1.0)
@@ -251,12 +262,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--only", default="", help=f"comma-separated subset of {list(WORKLOADS)}")
     parser.add_argument("--steps", type=int, default=None, help="measured steps (after a warm-up)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw",
+                        help="sgd keeps no state: peak memory without AdamW's moments "
+                        "(adamw_state_gb says what they add)")
     args = parser.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or None
     # the package's copy, so spawned children unpickle their target from it
     from parlai_docgraph.scripts.bench_families import family_benchmark as run
 
-    print(json.dumps(run(args.quick, names, args.steps, args.threads), indent=2))
+    print(json.dumps(run(args.quick, names, args.steps, args.threads, args.optimizer), indent=2))
     return 0
 
 
