@@ -104,3 +104,12 @@ def save_tiny_encoder(path: Path) -> str:
 def tiny_encoder(tmp_path_factory) -> str:
     """A tiny random encoder for fast selector tests (see :func:`save_tiny_encoder`)."""
     return save_tiny_encoder(tmp_path_factory.mktemp("tiny_bert"))
+
+
+@pytest.fixture(scope="session")
+def family_dirs(tmp_path_factory) -> Dict[str, Path]:
+    """Tiny random RoBERTa, BERT, GPT-2, T5, Llama and Qwen as local HF directories
+    (``tests/families.py``), built once per session."""
+    from families import make_all
+
+    return make_all(tmp_path_factory.mktemp("families"))

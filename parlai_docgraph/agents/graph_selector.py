@@ -54,6 +54,7 @@ from parlai.core.torch_agent import Output
 from parlai.core.torch_ranker_agent import TorchRankerAgent
 
 from ..graphs.cache import default_store_root
+from ..graphs.embed import encoder_limit
 from .base import FullyQualifiedOptMixin
 from .selector_background import BACKGROUNDS, EpisodeBackground
 from .selector_batch import (
@@ -370,7 +371,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
             multi.append(None if training or not ex.get("multi_checked_sentences") else
                          multi_reference_gold(ex, cs, pool or _passages_or_empty(ex)))
         fields = collate_examples(self.graphs, passages, cands, gold, contexts,
-                                  self.tokenizer, self.opt.get("pair_truncate", 256), bases,
+                                  self.tokenizer, self._pair_limit(), bases,
                                   self.opt.get("path_hops", 2),
                                   self.opt.get("path_max_tuples", 10) or None,
                                   self.opt.get("input_format", "li"))
@@ -381,6 +382,11 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         batch["multi_relevant"] = multi
         batch["is_training"] = training
         return batch
+
+    def _pair_limit(self) -> int:
+        """``--pair-truncate``, capped at what the encoder can number (RoBERTa: 512, not 514)."""
+        model = getattr(self.model, "module", self.model)
+        return encoder_limit(model.context_encoder, self.tokenizer, self.opt.get("pair_truncate", 256))
 
     # ------------------------------------------------------------------ forward
     def _forward(self, batch, with_gold: bool):

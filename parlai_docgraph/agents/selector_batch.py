@@ -234,7 +234,8 @@ def with_paths(candidate: str, paths: str, tokenizer: Any, budget: int) -> str:
     """
     if not paths:
         return candidate
-    room = budget - len(tokenizer.tokenize(candidate)) - 3  # [CLS] and two [SEP]
+    # [CLS] a [SEP] b [SEP]: 3; RoBERTa's <s> a </s></s> b </s>: 4
+    room = budget - len(tokenizer.tokenize(candidate)) - tokenizer.num_special_tokens_to_add(pair=True)
     if room <= 0:
         return candidate
     offsets = tokenizer(paths, add_special_tokens=False,

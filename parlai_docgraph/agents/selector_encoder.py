@@ -89,4 +89,22 @@ def load_encoder(name: str) -> Any:
             + (hint if offline() or not os.path.isdir(path) else "")) from err
     if not getattr(tokenizer, "is_fast", False):
         raise RuntimeError(f"--encoder-model {name!r}: a fast tokenizer is needed (offsets)")
+    check_first_token(name, tokenizer)
     return encoder, tokenizer
+
+
+def check_first_token(name: str, tokenizer: Any) -> None:
+    """
+    Sentence vectors are the encoder's first hidden state (Li Eq. 1, node features), which
+    is a summary only when the tokenizer puts ``[CLS]`` / ``<s>`` there; a tokenizer without
+    that post-processing would silently pool the first word instead.
+    """
+    first = tokenizer("a", "b")["input_ids"][:1]
+    expected = {i for i in (tokenizer.cls_token_id, tokenizer.bos_token_id) if i is not None}
+    if not expected or first[0] not in expected:
+        raise RuntimeError(
+            f"--encoder-model {name!r}: its tokenizer starts inputs with "
+            f"{tokenizer.convert_ids_to_tokens(first)} instead of a [CLS]/<s> token "
+            f"(cls={tokenizer.cls_token!r}, bos={tokenizer.bos_token!r}); the selector reads "
+            "sentence vectors off the first token, so use an encoder checkpoint (BERT, "
+            "RoBERTa, MiniLM, ...) whose tokenizer adds it")

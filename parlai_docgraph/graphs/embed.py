@@ -40,12 +40,28 @@ class NodeEmbeddings:
     fallback: List[Tuple[int, int]] = field(default_factory=list)
 
 
+def position_offset(encoder: Any) -> int:
+    """
+    Rows of the position table no token can use. RoBERTa-family embeddings (RoBERTa,
+    XLM-R, CamemBERT, ...) number real tokens from ``padding_idx + 1`` (position ids
+    ``cumsum(mask) + padding_idx``), so ``max_position_embeddings`` (514 for roberta-base)
+    includes ``pad + 1`` (2) rows; BERT numbers from 0 and has no ``padding_idx`` there.
+    """
+    embeddings = getattr(encoder, "embeddings", None)
+    pad = getattr(embeddings, "padding_idx", None)
+    return pad + 1 if isinstance(pad, int) and hasattr(embeddings, "position_embeddings") else 0
+
+
 def encoder_limit(encoder: Any, tokenizer: Any, max_length: Optional[int]) -> int:
-    """The token limit: explicit, else the smaller of tokenizer and position limits."""
-    if max_length is not None:
-        return max_length
-    limits = [getattr(tokenizer, "model_max_length", None)]
-    limits.append(getattr(getattr(encoder, "config", None), "max_position_embeddings", None))
+    """
+    The token limit: the smallest of ``max_length`` (when given), the tokenizer's
+    ``model_max_length`` and the positions the encoder can number
+    (``max_position_embeddings`` less :func:`position_offset`), special tokens included.
+    """
+    limits = [max_length, getattr(tokenizer, "model_max_length", None)]
+    positions = getattr(getattr(encoder, "config", None), "max_position_embeddings", None)
+    if isinstance(positions, int):
+        limits.append(positions - position_offset(encoder))
     usable = [n for n in limits if isinstance(n, int) and 0 < n < 1_000_000]
     return min(usable) if usable else 512
 
@@ -149,8 +165,8 @@ def mean_pooled(texts: Sequence[str], encoder: Any, tokenizer: Any, *, max_lengt
     import torch
 
     device = next(encoder.parameters()).device
-    enc = tokenizer(list(texts), padding=True, truncation=True, max_length=max_length,
-                    return_tensors="pt")
+    enc = tokenizer(list(texts), padding=True, truncation=True,
+                    max_length=encoder_limit(encoder, tokenizer, max_length), return_tensors="pt")
     mask = enc["attention_mask"].to(device)
     hidden = encoder(input_ids=enc["input_ids"].to(device),
                      attention_mask=mask).last_hidden_state.float()

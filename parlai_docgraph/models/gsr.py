@@ -24,6 +24,7 @@ directory, or a hub name (``t5-small``; from the HF cache when offline, else a c
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import List, Mapping, Optional, Sequence, Tuple
 
@@ -39,6 +40,7 @@ TINY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 MASK_TOKEN = "<extra_id_0>"
 LABEL_PAD = -100  # ignored by cross-entropy: padding is never a label
+LOG = logging.getLogger(__name__)
 
 
 class GSRUnavailable(RuntimeError):
@@ -88,12 +90,31 @@ def build_gsr_model(lm: nn.Module, tokenizer, structural: Sequence[str]) -> "GSR
     if lm.get_input_embeddings().num_embeddings < len(tokenizer):
         lm.resize_token_embeddings(len(tokenizer))
     causal = is_causal(lm.config)
+    if not causal:
+        set_decoder_start(lm, tokenizer)
     special = tokenizer.convert_tokens_to_ids(list(structural) + ([MASK_TOKEN] if causal else []))
     if causal:
         from .gsr_causal import CausalGSRModel
 
         return CausalGSRModel(lm, tokenizer.pad_token_id, tokenizer.eos_token_id, special)
     return GSRModel(lm, tokenizer.pad_token_id, tokenizer.eos_token_id, special)
+
+
+def set_decoder_start(lm: nn.Module, tokenizer) -> None:
+    """
+    T5 starts decoding from ``<pad>`` (``decoder_start_token_id`` 0): teacher forcing
+    shifts labels right behind it and ``generate`` emits it first (``start_len`` 1). A
+    config saved without it would fail in ``_shift_right`` or start from a wrong token,
+    so it defaults to the tokenizer's pad id, in the config and the generation config.
+    """
+    start = lm.config.decoder_start_token_id
+    if start is None:
+        start = tokenizer.pad_token_id
+        LOG.info(f"--gsr-model config has no decoder_start_token_id: using <pad> ({start}) as T5 does")
+        lm.config.decoder_start_token_id = start
+    generation = getattr(lm, "generation_config", None)
+    if generation is not None and generation.decoder_start_token_id is None:
+        generation.decoder_start_token_id = start
 
 
 def is_causal(config) -> bool:

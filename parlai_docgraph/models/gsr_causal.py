@@ -18,16 +18,22 @@ Generation left-pads the prompts (every row's new tokens start at the same colum
 reads each beam's prefix from column ``width`` on (``prefix_len = width``) and the trie
 constraint is exactly the seq2seq one; ``generate`` derives position ids from the
 attention mask, so left padding does not shift positions.
+
+Prompt and output together never exceed the LM's positions (GPT-2's ``n_positions``,
+``max_position_embeddings`` of Llama / Qwen; :func:`~.hub.position_limit`): generation
+caps ``max_new_tokens`` at ``limit - prompt`` and training caps ``[s; t]``, the source
+cut from the left when needed (:func:`~.hub.fit_window`).
 """
 
 from __future__ import annotations
 
-from typing import Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
 
 from .gsr import LABEL_PAD, GSRModel, right_pad
+from .hub import fit_window, position_limit
 from .responder import left_pad
 
 
@@ -37,6 +43,31 @@ class CausalGSRModel(GSRModel):
     def start_len(self, width: int) -> int:
         """New tokens start after the (left-padded) prompt."""
         return width
+
+    @property
+    def max_positions(self) -> Optional[int]:
+        return position_limit(self.lm.config)
+
+    def fit_prompts(self, sources: Sequence[Sequence[int]], max_new_tokens: int
+                    ) -> Tuple[List[List[int]], int]:
+        """Sources and a ``max_new_tokens`` with ``prompt width + new tokens <= positions``."""
+        fitted = [fit_window(s, max_new_tokens, self.max_positions)[0] for s in sources]
+        width = max([len(s) for s in fitted] + [1])
+        limit = self.max_positions
+        return fitted, max_new_tokens if limit is None else max(min(max_new_tokens, limit - width), 1)
+
+    def generate_paths(self, sources, tries, entity_scores=None, num_beams=5, num_return=5,
+                       max_new_tokens=64, alpha=0.8, length_penalty=1.0):
+        """:meth:`GSRModel.generate_paths` within the LM's positions (:meth:`fit_prompts`)."""
+        sources, max_new_tokens = self.fit_prompts(sources, max_new_tokens)
+        return super().generate_paths(sources, tries, entity_scores, num_beams, num_return,
+                                      max_new_tokens, alpha, length_penalty)
+
+    def generate_text(self, sources, num_beams=1, max_new_tokens=64, min_length=0,
+                      length_penalty=1.0):
+        """:meth:`GSRModel.generate_text` within the LM's positions (:meth:`fit_prompts`)."""
+        sources, max_new_tokens = self.fit_prompts(sources, max_new_tokens)
+        return super().generate_text(sources, num_beams, max_new_tokens, min_length, length_penalty)
 
     def encode(self, sources: Sequence[Sequence[int]]) -> Tuple[torch.Tensor, torch.Tensor]:
         ids, mask = left_pad([list(s) or [self.eos_id] for s in sources], self.pad_id)
@@ -52,6 +83,9 @@ class CausalGSRModel(GSRModel):
         the whole shifted sequence and ``labels`` is ``-100`` outside the targets.
         """
         dev = self._device()
+        fitted = [fit_window(s, len(t), self.max_positions) for s, t in zip(sources, targets)]
+        sources = [s for s, _ in fitted]
+        targets = [list(t)[:budget] for t, (_, budget) in zip(targets, fitted)]
         full = [list(s) + list(t) for s, t in zip(sources, targets)]
         ids, mask = right_pad(full, self.pad_id)
         labels = torch.full_like(ids, LABEL_PAD)

@@ -1,13 +1,14 @@
 """
 Where a ``--*-model`` name points (bundled tiny asset, local directory, the datapath's
-offline ``hf/`` folder or a hub name) and the error that says what to do when it cannot
-be loaded. Shared by the responder (causal LM) and DialogGSR (seq2seq).
+offline ``hf/`` folder or a hub name), the error that says what to do when it cannot
+be loaded, and how many positions a decoder-only LM can number. Shared by the responder
+(causal LM) and DialogGSR (seq2seq or causal).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import List, Optional, Sequence, Tuple
 
 from ..env import offline
 
@@ -46,3 +47,34 @@ def unavailable_message(
         f"files ({tokenizer_files}) in {where} or any directory and pass "
         f"{option} /that/directory; or (3) use the bundled offline model: {option} tiny."
     )
+
+
+def position_limit(config) -> Optional[int]:
+    """
+    Tokens (prompt and generated) a decoder-only LM can take: GPT-2's ``n_positions``
+    (a learned table: one more position is an index error) or ``max_position_embeddings``
+    (Llama, Qwen: the trained context of their rotary positions). ``None`` for an
+    encoder-decoder (T5's relative positions have no table to overflow).
+    """
+    if getattr(config, "is_encoder_decoder", False):
+        return None
+    for key in ("n_positions", "max_position_embeddings"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def fit_window(source: Sequence[int], wanted: int, limit: Optional[int]) -> Tuple[List[int], int]:
+    """
+    ``(source, budget)`` so that ``len(source) + budget <= limit``: the output keeps up to
+    ``wanted`` tokens, at least ``min(wanted, limit // 2)``; the source gives way first and
+    is cut from the left (the latest dialogue and the closing separator survive).
+    """
+    source = list(source)
+    if limit is None:
+        return source, wanted
+    room = limit - min(wanted, limit // 2)
+    if len(source) > room:
+        source = source[len(source) - room :]
+    return source, max(min(wanted, limit - len(source)), 0)

@@ -209,11 +209,16 @@ class Responder(nn.Module):
         self.context_truncate = context_truncate
         self.knowledge_truncate = knowledge_truncate
         self.max_length = max_length
-        n_pos = getattr(getattr(lm, "config", None), "n_positions", None) or getattr(
-            getattr(lm, "config", None), "max_position_embeddings", None
-        )
+        n_pos = hub.position_limit(getattr(lm, "config", None))
         if n_pos is not None and n_pos < max_length:
             raise ValueError(f"max_length {max_length} exceeds the LM's {n_pos} positions")
+        longest_prompt = (knowledge_truncate or 0) + (context_truncate or 0) + 2
+        if context_truncate is None or longest_prompt >= max_length:
+            # a longer prompt leaves no reply budget and can run past the position table
+            raise ValueError(
+                f"knowledge ({knowledge_truncate}) + context ({context_truncate}) truncation "
+                f"+ 2 separators must stay below max_length {max_length} (the LM's positions "
+                f"cover prompt and reply together)")
 
     # ------------------------------------------------------------------ layout
     def build_prompt(self, knowledge: Sequence[int], context: Sequence[int]) -> List[int]:
@@ -323,6 +328,10 @@ class Responder(nn.Module):
 
     def _step(self, tokens, mask, next_pos, cache):
         mask = torch.cat([mask, mask.new_ones((mask.size(0), 1))], dim=1)
+        # rows that finished early keep stepping with the batch (their tokens are dropped);
+        # clamping keeps their positions inside GPT-2's table. Live rows never reach the
+        # clamp: prompt + reply <= max_length <= n_positions.
+        next_pos = next_pos.clamp(max=self.max_length - 1)
         out = self._forward(tokens[:, None], mask, next_pos[:, None], cache, keep_last=True)
         return out.logits[:, -1, :].float(), mask, next_pos + 1, out.past_key_values
 

@@ -15,3 +15,4 @@ from . import recipes  # noqa: F401  (parlai-docgraph recipes: the papers' table
 from . import bench_selector  # noqa: F401  (registers the "selector" benchmark)
 from . import bench_gsr  # noqa: F401  (registers the "gsr" benchmark)
 from . import bench_trie  # noqa: F401  (registers the "trie" benchmark)
+from . import bench_families  # noqa: F401  (registers the "families" benchmark)

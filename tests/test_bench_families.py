@@ -1,0 +1,40 @@
+"""
+The ``families`` benchmark (issue 12 item 4) builds the published shapes: parameter counts
+of its configs, on the meta device (no memory, no weights), against the published sizes.
+The benchmark itself (minutes of CPU) is not run here.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from parlai_docgraph.scripts.bench import BENCHMARKS
+from parlai_docgraph.scripts.bench_families import WORKLOADS, config
+
+#: millions of parameters of the published checkpoints
+PUBLISHED = {"roberta-base": 124.6, "bert-base": 109.5, "gpt2": 124.4, "t5-small": 60.5,
+             "qwen-0.5b": 494.0}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_configs_have_the_published_size(name):
+    import transformers as tf
+
+    cfg = config(name)
+    with torch.device("meta"):
+        if name in ("roberta-base", "bert-base"):
+            model = tf.AutoModel.from_config(cfg)  # as published: with the pooler
+        elif name == "t5-small":
+            model = tf.AutoModelForSeq2SeqLM.from_config(cfg)
+        else:
+            model = tf.AutoModelForCausalLM.from_config(cfg)
+    params = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+    assert params / 1e6 == pytest.approx(PUBLISHED[name], abs=0.5)
+
+
+def test_registered_with_a_workload_per_family():
+    assert "families" in BENCHMARKS
+    assert set(WORKLOADS) == set(PUBLISHED)
+    gpt2_batch, prompt, reply = WORKLOADS["gpt2"][0]
+    assert prompt + reply == 286  # the responder's --responder-max-length
