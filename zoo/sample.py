@@ -56,8 +56,9 @@ RECIPE = {
         # only --reply-mode generate shows the generator; the checkpoint that predicts most
         # valid tokens writes the most sentence-like text (valid ppl is lowest after ~2
         # epochs, when greedy decoding still writes "the"). Valid token_acc after 3/6/9/12
-        # epochs: 0.121/0.131/0.128/0.131, so 12 epochs kept the epoch-6 checkpoint: 6
-        # epochs train the same model in half the time
+        # epochs: 0.121/0.131/0.128/0.131, so 6 epochs (half the time). The weights differ
+        # from the 12-epoch build, and held-out generate-mode ROUGE-L fell from 0.076 to
+        # 0.026 (README, "First hour"): the default extract replies do not use them
         "-vmt", "token_acc", "-vmm", "max", "--log-every-n-secs", "30",
     ],
     # options of the composed -m docgraph model: the tiny GPT-2 is not fluent (see above)
