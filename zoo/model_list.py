@@ -17,8 +17,10 @@ model_list = [
         "project": "parlai_docgraph",
         "description": (
             "Li et al. (2022) pipeline: dialog-aware graph selector (MiniLM encoder, EGAT over "
-            "the document semantic graph) then the bundled tiny GPT-2 responder, each trained "
-            "on the 92 training turns of docgraph:sample with fixed seeds. Built offline on "
+            "the document semantic graph, with a MiniLM similarity prior) trained on the "
+            "docgraph:docqa document questions, then the bundled tiny GPT-2 responder trained "
+            "on the 92 training turns of docgraph:sample, with fixed seeds; replies with the "
+            "selected sentence (--reply-mode extract). Built offline on "
             "first use from the recipe in parlai_docgraph/zoo/sample.py (a few minutes on "
             "2 CPU cores). A smoke-test model, not a research result."
         ),

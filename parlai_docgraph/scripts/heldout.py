@@ -68,14 +68,24 @@ def cosine_ranker(encoder_name: str) -> Ranker:
     return rank
 
 
-def selector_ranker(model_file: str, datapath: Optional[str] = None) -> Ranker:
-    """Ranking by a trained graph selector (or a ``-m docgraph`` pipeline's selector)."""
+def load_model(model_file: str, datapath: Optional[str] = None) -> Any:
+    """
+    A selector or ``-m docgraph`` pipeline from ``model_file``, loaded once for both the
+    ranking and the replies: evaluation mode, ``--reply-mode extract`` and greedy decoding
+    for pipelines (:func:`reply_grounding` reads the generator's text from the same replies).
+    """
     from parlai.core.agents import create_agent_from_model_file
 
     overrides: Dict[str, Any] = {"datatype": "valid"}
+    if is_pipeline(model_file):
+        overrides.update(reply_mode="extract", inference="greedy")
     if datapath:
         overrides["datapath"] = datapath
-    agent = create_agent_from_model_file(model_file, overrides)
+    return create_agent_from_model_file(model_file, overrides)
+
+
+def selector_ranker(agent: Any, model_file: str = "") -> Ranker:
+    """Ranking by a trained graph selector (or a ``-m docgraph`` pipeline's selector)."""
     selector = agent if hasattr(agent, "select") else getattr(agent, "selector", None)
     if not hasattr(selector, "select"):
         raise ValueError(f"{model_file}: neither a graph selector nor a -m docgraph pipeline")
@@ -86,36 +96,36 @@ def selector_ranker(model_file: str, datapath: Optional[str] = None) -> Ranker:
     return rank
 
 
-def reply_grounding(model_file: str, questions: Sequence[Question], mode: str,
-                    datapath: Optional[str] = None) -> Dict[str, float]:
+def reply_grounding(agent: Any, questions: Sequence[Question]) -> Dict[str, Dict[str, float]]:
     """
     Mean ROUGE-L F and ParlAI's unigram F1 of a ``-m docgraph`` pipeline's replies against
-    the sentence its selector chose, one single-turn episode per question, with
-    ``--reply-mode mode`` (greedy decoding): how much of the reply is grounded in the
-    knowledge it was given.
+    the sentence its selector chose, one single-turn episode per question, for each
+    ``--reply-mode`` (``{"extract": {...}, "generate": {...}}``): how much of the reply is
+    grounded in the knowledge it was given. One pass serves both modes: an ``extract`` reply
+    keeps the generator's text (greedy, conditioned on the same selection, so the same text
+    ``generate`` would reply) in ``generated_text``.
     """
-    from parlai.core.agents import create_agent_from_model_file
     from parlai.core.metrics import F1Metric
 
     from ..text_metrics import rouge
 
-    overrides: Dict[str, Any] = {"datatype": "valid", "reply_mode": mode,
-                                 "inference": "greedy"}
-    if datapath:
-        overrides["datapath"] = datapath
-    agent = create_agent_from_model_file(model_file, overrides)
     if not hasattr(agent, "responder"):
-        raise ValueError(f"{model_file}: reply grounding needs a -m docgraph pipeline")
-    rl, f1 = [], []
+        raise ValueError("reply grounding needs a -m docgraph pipeline")
+    scores: Dict[str, Dict[str, List[float]]] = {m: {"rouge_L": [], "f1": []}
+                                                 for m in ("extract", "generate")}
     for q in questions:
         agent.reset()
         agent.observe({"text": q.question, "episode_done": True,
                        "knowledge_passages": [[t, list(ss)] for t, ss in q.passages]})
         reply = agent.act()
-        chosen, text = reply.get("selected_sentence") or "", reply.get("text") or ""
-        rl.append(rouge(text, [chosen])["rouge_L"] if chosen else 0.0)
-        f1.append(F1Metric.compute(text, [chosen]).value() if chosen else 0.0)
-    return {"rouge_L": sum(rl) / len(rl), "f1": sum(f1) / len(f1)}
+        chosen = reply.get("selected_sentence") or ""
+        texts = {"extract": reply.get("text") or "",
+                 "generate": reply.get("generated_text", reply.get("text")) or ""}
+        for mode, text in texts.items():
+            scores[mode]["rouge_L"].append(rouge(text, [chosen])["rouge_L"] if chosen else 0.0)
+            scores[mode]["f1"].append(F1Metric.compute(text, [chosen]).value()
+                                      if chosen else 0.0)
+    return {mode: {k: sum(v) / len(v) for k, v in m.items()} for mode, m in scores.items()}
 
 
 def is_pipeline(model_file: str) -> bool:
@@ -175,9 +185,10 @@ class HeldoutEval(ParlaiScript):
         pipelines = []
         for name in filter(None, (m.strip() for m in opt["model_files"].split(","))):
             path = resolve(opt["datapath"], name)
-            systems.append((name, selector_ranker(path, opt["datapath"])))
+            agent = load_model(path, opt["datapath"])
+            systems.append((name, selector_ranker(agent, path)))
             if is_pipeline(path):
-                pipelines.append((name, path))
+                pipelines.append((name, agent))
         if not systems:
             raise ValueError("heldout_eval: nothing to evaluate (give --model-files or "
                              "--cosine true)")
@@ -189,9 +200,8 @@ class HeldoutEval(ParlaiScript):
         docs = len({q.document for q in questions})
         text = table(rows, len(questions), docs)
         grounding = []
-        for name, path in pipelines if opt["replies"] else ():
-            for mode in ("extract", "generate"):
-                g = reply_grounding(path, questions, mode, opt["datapath"])
+        for name, agent in pipelines if opt["replies"] else ():
+            for mode, g in reply_grounding(agent, questions).items():
                 grounding.append(f"| {name} | {mode} | {g['rouge_L']:.3f} | {g['f1']:.3f} |")
                 detail[name][f"replies_{mode}"] = g
         if grounding:

@@ -5,7 +5,9 @@ sentence of its document (issue 14: the questions a user asks in ``parlai intera
 
 * ``train``: the bundled training documents (``sample_data/docqa``: Markdown notes, how-tos,
   biographies told with pronouns, table-like lists, an FAQ, a history, a science text and a
-  travel guide) except :data:`VALID_DOCUMENTS`; ``valid``: those two documents;
+  travel guide) except :data:`VALID_DOCUMENTS`; ``valid``: those five documents (a science
+  text, meeting notes, a biography, a table-like list and an FAQ: 37 questions, enough to
+  choose a recipe on; the zoo recipe was chosen there, never on ``test``);
 * ``test``: the held-out set (``parlai_docgraph/assets/heldout``): other documents and
   questions written for evaluation only, never trained or tuned on; the set
   ``parlai-docgraph heldout_eval`` reports.
@@ -30,14 +32,18 @@ from parlai.core.message import Message
 from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 
+import parlai_docgraph
 from parlai_docgraph.agents.interactive import Passages, read_document
 
 from .base import DocgraphDialogTeacher
 from .wow import add_knowledge_label_args, pool_message
 
 DOCQA = Path(__file__).resolve().parent / "sample_data" / "docqa"
-HELDOUT = Path(__file__).resolve().parents[2] / "assets" / "heldout"
-VALID_DOCUMENTS = ("glaciers.txt", "sprint_notes.md")
+# the package's assets, wherever ``tasks/`` lives (an editable install keeps the repository
+# layout, where ``tasks/`` is not inside ``parlai_docgraph/``)
+HELDOUT = Path(parlai_docgraph.__file__).resolve().parent / "assets" / "heldout"
+VALID_DOCUMENTS = ("glaciers.txt", "sprint_notes.md", "bridge_engineer_biography.txt",
+                   "gym_timetable.md", "thermostat_faq.md")
 FIELDS = ("document", "question", "answer")
 
 
