@@ -13,3 +13,4 @@ from . import heldout  # noqa: F401
 from . import chat  # noqa: F401
 from . import bench_selector  # noqa: F401  (registers the "selector" benchmark)
 from . import bench_gsr  # noqa: F401  (registers the "gsr" benchmark)
+from . import bench_scale  # noqa: F401  (registers the "scale" benchmark)

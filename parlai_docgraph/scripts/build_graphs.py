@@ -18,6 +18,10 @@ Keys are the store's content hashes, so graphs built here are the ones
   ``graphs-v<N>`` folder) into this one, then builds whatever is still missing when ``-t``
   is given.
 - ``--workers N`` builds in ``N`` processes (spawned; each loads its own spaCy pipeline).
+- ``--parse-cache true`` (default): semantic graphs parse each distinct sentence once per
+  store (:mod:`~parlai_docgraph.graphs.parse_cache`, ``<store root>/parses-v<N>.sqlite``),
+  so the build costs the dataset's distinct sentences, not its turns; the same graphs as
+  ``--parse-cache false``.
 - Graph options (:func:`~parlai_docgraph.graphs.spec.add_graph_args`): ``--graph-kind``,
   ``--graph-parser dep|amr`` (``--amr-file``, ``--amr-model-dir``), ``--graph-coref
   rule|coreferee|none``, ``--graph-ablation``; teachers given the same options with
@@ -214,6 +218,9 @@ class BuildGraphs(ParlaiScript):
         group.add_argument("--merge-from", nargs="+", default=None, metavar="DIR",
                            help="copy the verified entries of these stores (datapaths or "
                            "store folders) into this datapath's store first")
+        group.add_argument("--parse-cache", type="bool", default=True,
+                           help="parse each distinct sentence once per store (a sentence "
+                           "parse cache next to the graphs; same graphs either way)")
         group.add_argument("--progress", type="bool", default=True, help="show a tqdm bar")
         return parser
 
@@ -244,6 +251,13 @@ class BuildGraphs(ParlaiScript):
             return report
 
         spec = GraphSpec.from_opt(opt)
+        parses = None
+        if opt.get("parse_cache", True) and spec.kind == "semantic":
+            from parlai_docgraph.graphs.parse_cache import ParseCache
+
+            spec = GraphSpec(**{**spec.config, "parse_cache": str(root)})
+            parses = ParseCache.for_store(root)
+            report["parses_before"] = len(parses)
         jobs: Dict[str, Any] = {}
         first_seen: Dict[str, str] = {}
         failures: Dict[str, List[str]] = {}
@@ -287,6 +301,9 @@ class BuildGraphs(ParlaiScript):
         results = build_store(jobs, spec, root, max(1, int(opt.get("workers") or 1)),
                               bool(opt.get("progress", True)))
         report["build_s"] = round(time.perf_counter() - start, 3)
+        if parses is not None:
+            report["parses_after"] = len(parses)
+            parses.close()
         for key, error in results.items():
             if error is None:
                 report["built"] += 1
@@ -316,6 +333,9 @@ class BuildGraphs(ParlaiScript):
             f"({max(1, int(opt.get('workers') or 1))} worker(s))",
             f"store: {report['store']}",
         ]
+        if "parses_after" in report:
+            lines.append(f"parse cache: {report['parses_after']} distinct sentences "
+                         f"({report['parses_after'] - report['parses_before']} parsed now)")
         if report["stray_tmp"]:
             lines.append(f"removed {report['stray_tmp']} temporary files of a killed run")
         if report["failures"]:
