@@ -224,3 +224,44 @@ def test_extend_parses_and_resolves_only_the_new_passage(dep, sample_pools):
         assert counting.sentences == list(pool[k][1])
         mentions = sum(len(ps.mentions()) for ps in dep.parse(pool[k][1]))
         assert Rules.seen == mentions
+
+
+# ---------------------------------------------------------------- plain corpora
+def test_build_graphs_from_a_plain_corpus_reports_bad_rows(tmp_path):
+    """A folder of .md/.txt and a JSONL of {title, text}: one graph per document, a passage
+    per paragraph (Markdown headings title theirs); a malformed row is reported with its
+    file and line and the other documents are still built."""
+    from parlai_docgraph.graphs.corpus import read_corpus
+    from parlai_docgraph.graphs.spec import GraphSpec
+    from parlai_docgraph.scripts.build_graphs import BuildGraphs, store_root
+    from parlai_docgraph.graphs.cache import GraphStore
+
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "lamp.md").write_text(
+        "The keeper lit the lamp. It burned all night.\n\n# Tower\nSmeaton built the tower.\n"
+        "He used granite.\n", encoding="utf-8")
+    (docs / "sub" / "bees.txt").write_text("Bees make honey. They live in hives.\n")
+    (docs / "notes.csv").write_text("ignored")
+    pools = {where: pool for where, pool, _ in read_corpus(docs)}
+    assert pools[str(docs / "lamp.md")] == [
+        ("lamp", ["The keeper lit the lamp.", "It burned all night."]),
+        ("Tower", ["Smeaton built the tower.", "He used granite."])]
+    assert pools[str(docs / "sub" / "bees.txt")] == [("bees", ["Bees make honey.", "They live in hives."])]
+    report = BuildGraphs.main("--corpus", str(docs), "--datapath", str(tmp_path / "dp"),
+                              "--progress", "false")
+    assert (report["examples"], report["built"], report["failed"]) == (2, 2, 0)
+    store = GraphStore(store_root(str(tmp_path / "dp")))
+    key = GraphSpec().key(pools[str(docs / "lamp.md")])
+    assert store.load(key).meta["num_passages"] == 2
+    rows = tmp_path / "docs.jsonl"
+    rows.write_text('{"title": "Lamp", "text": "The keeper lit the lamp."}\n'
+                    '{"title": "Broken", "text": \n'
+                    '{"title": "Bees", "text": "Bees make honey."}\n', encoding="utf-8")
+    report = BuildGraphs.main("--corpus", str(rows), "--datapath", str(tmp_path / "dp2"),
+                              "--progress", "false")
+    assert (report["examples"], report["built"], report["failed"]) == (3, 2, 1)
+    [(reason, where)] = report["failures"].items()
+    assert where == [f"{rows}:2"] and "malformed row" in reason
+    with pytest.raises(ValueError, match="folder of .txt/.md"):
+        BuildGraphs.main("--corpus", str(docs / "notes.csv"), "--datapath", str(tmp_path / "dp3"))

@@ -141,17 +141,18 @@ def extend_figures(pools: Sequence[Pool], sizes: Sequence[int], repeats: int = 5
     parser = DepParser(memo_size=10 ** 6)
     incremental: Dict[str, float] = {}
     rebuild: Dict[str, float] = {}
-    for n in sizes:
+    for j, n in enumerate(sizes):
         graph = build_document_graph(_fresh_passages(flat, n, 0), parser=parser)
         times, old = [], []
-        for r in range(repeats):
-            new = _fresh_passages(flat, 1, 10 ** 5 + 2 * r)
+        for r in range(repeats):  # new passages never parsed before: parsing is part of the cost
+            fresh = 10 ** 5 + 1000 * j + 2 * r
+            new = _fresh_passages(flat, 1, fresh)
             start = time.perf_counter()
             graph = graph.extend(new, parser=parser)
             times.append(time.perf_counter() - start)
             # previous behaviour: a graph without its assembly is rebuilt from its passages
             loaded = DocumentGraph(nodes=graph.nodes, edges=graph.edges, meta=graph.meta)
-            other = _fresh_passages(flat, 1, 10 ** 5 + 2 * r + 1)
+            other = _fresh_passages(flat, 1, fresh + 1)
             start = time.perf_counter()
             loaded.extend(other, parser=parser)
             old.append(time.perf_counter() - start)
