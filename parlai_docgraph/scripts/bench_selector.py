@@ -123,8 +123,8 @@ def train_rates(agents: Dict[str, Any], messages: List[Dict[str, Any]], steps: i
     each agent, from the median time of ``steps`` steps. The agents take their steps in
     turn (full, none, full, none, ...), so a change of load on a shared machine hits all
     of them alike; measuring one agent's steps and then the other's makes the ratio follow
-    the load (same agents, same process: 1.43x block by block, 1.00x interleaved; see
-    benchmarks/README.md). Every pool's graph is built and embedded, and one warm-up step
+    the load (same agents and process on a loaded machine: 1.43x block by block, 1.00x
+    interleaved; less loaded: 1.12x / 1.09x; see benchmarks/README.md). Every pool's graph is built and embedded, and one warm-up step
     taken (allocator, optimizer state), before timing: the state with the graph store and
     node-feature cache warm.
     """
