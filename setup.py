@@ -69,4 +69,6 @@ setup(
     cmdclass={"build_py": BuildWithHook},
     entry_points={"console_scripts": ["parlai-docgraph=parlai_docgraph.cli:main"]},
     install_requires=[],  # see requirements/*.txt and the README: parlai needs --no-deps
+    # build_graphs --engine ray (issue 15): distributed graph precomputation
+    extras_require={"ray": ["ray>=2.60"]},
 )

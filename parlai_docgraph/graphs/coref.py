@@ -164,33 +164,13 @@ class RuleCoref:
         Clusters (two or more mentions each) of ``(sentence, start, end)`` refs, where the
         sentence is the position in ``parsed``; mentions and clusters in text order.
         """
-        mentions = [(s, m) for s, ps in enumerate(parsed) for m in ps.mentions()]
-        coargs: Dict[MentionRef, Set[Tuple[int, int]]] = {}
-        for s, ps in enumerate(parsed):
-            for p, pred in enumerate(ps.predicates):
-                for arg in pred.arguments:
-                    coargs.setdefault((s, *arg.mention.key), set()).add((s, p))
-        appos: Dict[MentionRef, MentionRef] = {}
-        for s, ps in enumerate(parsed):
-            for head, other in ps.appositions:
-                appos[(s, *other.key)] = (s, *head.key)
-        state = _Clusters()
-        seen = _Seen()
-        for s, m in mentions:
-            ref = (s, m.start, m.end)
-            cluster = self._antecedent(s, m, ref, seen, state, coargs)
-            if ref in appos and appos[ref] in state.cluster_of:
-                head = state.cluster_of[appos[ref]]
-                if cluster is not None and cluster != head:
-                    state.merge(cluster, head)
-                cluster = head
-            state.add(ref, m, cluster)
-            seen.add(ref, m)
-        clusters = [
-            tuple(sorted(ref for ref, _ in members))
-            for members in state.members.values() if len(members) > 1
-        ]
-        return sorted(clusters)
+        run = self.start()
+        run.add(parsed)
+        return run.clusters()
+
+    def start(self) -> "RuleCorefRun":
+        """An empty incremental resolution (:class:`RuleCorefRun`) with these rules."""
+        return RuleCorefRun(self)
 
     # ---------------------------------------------------------------- rules
     def _antecedent(
@@ -248,6 +228,74 @@ class RuleCoref:
         return None
 
 
+class RuleCorefRun:
+    """
+    :meth:`RuleCoref.resolve` one batch of sentences at a time: every mention is attached
+    to earlier mentions only, so feeding a document's sentences in batches gives the
+    clusters of feeding them at once, except for one case :meth:`add` can refuse (see
+    ``keep_earlier_apart``). Used by ``DocumentGraph.extend`` to resolve new passages at
+    their own cost.
+    """
+
+    def __init__(self, rules: RuleCoref) -> None:
+        self.rules = rules
+        self.state = _Clusters()
+        self.seen = _Seen()
+        self.coargs: Dict[MentionRef, Set[Tuple[int, int]]] = {}
+        self.sentences = 0
+        #: earliest mention ref of each cluster (tells clusters of earlier batches apart)
+        self.first: Dict[int, MentionRef] = {}
+        #: appositions whose merge of two clusters of earlier batches was refused
+        self.kept_apart = 0
+
+    def add(self, parsed: Sequence[ParsedSentence], keep_earlier_apart: bool = False) -> None:
+        """
+        Resolve the mentions of ``parsed``, numbered as sentences ``self.sentences`` on.
+        ``keep_earlier_apart``: an apposition that would merge two clusters both holding
+        mentions of earlier batches (a retroactive merge of existing entities) only puts the
+        appositive in the head's cluster; counted in ``kept_apart``.
+        """
+        base = self.sentences
+        state, seen = self.state, self.seen
+        appos: Dict[MentionRef, MentionRef] = {}
+        for s, ps in enumerate(parsed, base):
+            for p, pred in enumerate(ps.predicates):
+                for arg in pred.arguments:
+                    self.coargs.setdefault((s, *arg.mention.key), set()).add((s, p))
+            for head, other in ps.appositions:
+                appos[(s, *other.key)] = (s, *head.key)
+        for s, ps in enumerate(parsed, base):
+            for m in ps.mentions():
+                ref = (s, m.start, m.end)
+                cluster = self.rules._antecedent(s, m, ref, seen, state, self.coargs)
+                if ref in appos and appos[ref] in state.cluster_of:
+                    head = state.cluster_of[appos[ref]]
+                    if cluster is not None and cluster != head:
+                        if keep_earlier_apart and self.first[cluster][0] < base \
+                                and self.first[head][0] < base:
+                            self.kept_apart += 1
+                        else:
+                            state.merge(cluster, head)
+                            self.first[head] = min(self.first[head], self.first.pop(cluster))
+                    cluster = head
+                state.add(ref, m, cluster)
+                cluster = state.cluster_of[ref]
+                self.first.setdefault(cluster, ref)
+                seen.add(ref, m)
+        self.sentences = base + len(parsed)
+
+    def cluster_of(self, ref: MentionRef) -> int:
+        """The cluster id of a resolved mention."""
+        return self.state.cluster_of[ref]
+
+    def clusters(self) -> List[Tuple[MentionRef, ...]]:
+        """Clusters of two or more mentions, as :meth:`RuleCoref.resolve` returns them."""
+        return sorted(
+            tuple(sorted(ref for ref, _ in members))
+            for members in self.state.members.values() if len(members) > 1
+        )
+
+
 class _Seen:
     """Mentions read so far, indexed for the rules (keeps resolution near-linear)."""
 
@@ -277,6 +325,31 @@ class NoCoref:
     def resolve(self, parsed: Sequence[ParsedSentence]) -> List[Tuple[MentionRef, ...]]:
         """No clusters."""
         return []
+
+    def start(self) -> "NoCorefRun":
+        """An incremental run that links nothing."""
+        return NoCorefRun()
+
+
+class NoCorefRun:
+    """:class:`RuleCorefRun`'s interface for :class:`NoCoref`: every mention alone."""
+
+    kept_apart = 0
+
+    def __init__(self) -> None:
+        self.first: Dict[MentionRef, MentionRef] = {}
+        self.sentences = 0
+
+    def add(self, parsed: Sequence[ParsedSentence], keep_earlier_apart: bool = False) -> None:
+        """Register the mentions of ``parsed`` (sentences numbered on from earlier batches)."""
+        for s, ps in enumerate(parsed, self.sentences):
+            for m in ps.mentions():
+                self.first[(s, m.start, m.end)] = (s, m.start, m.end)
+        self.sentences += len(parsed)
+
+    def cluster_of(self, ref: MentionRef) -> MentionRef:
+        """Each mention is its own cluster."""
+        return ref
 
 
 def _coreferee(**kwargs: object) -> object:

@@ -130,6 +130,10 @@ class DocumentGraph:
     edges: List[Edge] = field(default_factory=list)
     meta: Dict[str, Any] = field(default_factory=lambda: {"schema_version": SCHEMA_VERSION})
 
+    def __getstate__(self) -> Dict[str, Any]:
+        # the in-process extension state (``assembly``, see graphs.assembly) never travels
+        return {k: v for k, v in self.__dict__.items() if k != "assembly"}
+
     # ---------------------------------------------------------------- queries
     def nodes_of_type(self, node_type: str) -> List[Node]:
         """All nodes of ``node_type``, in id order."""
@@ -145,7 +149,8 @@ class DocumentGraph:
 
     def extend(self, new_passages: Sequence[Any], **backends: Any) -> "DocumentGraph":
         """
-        This graph with ``new_passages`` appended, equal to a full rebuild; see
+        This graph with ``new_passages`` appended at the cost of the new passages, equal to a
+        full rebuild up to node ids (one stated approximation); see
         :func:`~parlai_docgraph.graphs.semantic.extend_document_graph` (``parser=``,
         ``coref=`` backends; pass the memoising parser that built it to skip re-parsing).
         """

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+from .assembly import SemanticAssembly
 from .coref import get_coref
 from .parsers import Parser, get_parser
 from .parsers.base import ParsedSentence
@@ -145,6 +146,17 @@ def build_document_graph(
     items = check_passages(passages)
     if coref_merge not in COREF_MERGE_MODES:
         raise ValueError(f"coref_merge must be one of {COREF_MERGE_MODES}, got {coref_merge!r}")
+    options = {
+        "sentence_graph": sentence_graph, "role_edges": role_edges, "coref_edges": coref_edges,
+        "coref_merge": coref_merge, "homogeneous": homogeneous,
+    }
+    if sentence_graph:
+        return _assembled(items, None, None, options)
+    backend = get_parser(parser) if isinstance(parser, str) else parser
+    resolver = get_coref(coref) if isinstance(coref, str) else coref
+    if coref_merge == "all" and hasattr(resolver, "start"):
+        return _assembled(items, backend, resolver, options)
+    # other merge modes and non-incremental coreference backends: assembled in one go
     b = GraphBuilder()
     sentences: List[str] = []
     passage_of: List[int] = []
@@ -161,18 +173,12 @@ def build_document_graph(
             if prev is not None:
                 b.edge(prev, sid, "next_sentence")
             prev = sid
-    options = {
-        "sentence_graph": sentence_graph, "role_edges": role_edges, "coref_edges": coref_edges,
-        "coref_merge": coref_merge, "homogeneous": homogeneous,
-    }
     meta: Dict[str, Any] = {
         "schema_version": SCHEMA_VERSION, "builder": "semantic", "parser": None, "coref": None,
         "options": options, "homogeneous": homogeneous,
         "num_passages": len(items), "num_sentences": len(sentences),
     }
     if not sentence_graph:
-        backend = get_parser(parser) if isinstance(parser, str) else parser
-        resolver = get_coref(coref) if isinstance(coref, str) else coref
         parsed = backend.parse(sentences)
         clusters = resolver.resolve(parsed)
         meta["parser"], meta["coref"] = backend.describe(), resolver.describe()
@@ -205,6 +211,18 @@ def build_document_graph(
     return DocumentGraph(nodes=b.nodes, edges=edges, meta=meta)
 
 
+def _assembled(items: List[Tuple[str, List[str]]], parser: Any, resolver: Any,
+               options: Dict[str, Any]) -> DocumentGraph:
+    """The graph of ``items`` made by a :class:`~.assembly.SemanticAssembly`, which the
+    graph keeps (not serialised) so :func:`extend_document_graph` can go on from it."""
+    describe = (None, None) if parser is None else (parser.describe(), resolver.describe())
+    run = None if resolver is None else resolver.start()
+    assembly = SemanticAssembly(parser, run, options, describe)
+    graph = assembly.add(items)
+    graph.assembly = assembly
+    return graph
+
+
 def graph_passages(graph: DocumentGraph) -> List[Tuple[str, List[str]]]:
     """The ``(title, [sentences])`` list a graph was built from (from its nodes)."""
     passages: List[Tuple[str, List[str]]] = []
@@ -224,13 +242,23 @@ def extend_document_graph(
 ) -> DocumentGraph:
     """
     The graph of ``graph``'s passages followed by ``new_passages`` (passages retrieved at a
-    later turn), with ``graph``'s build options; equal to building all passages at once.
+    later turn), with ``graph``'s build options, at the cost of the new passages only.
 
-    Old sentences are not parsed again when ``parser`` is an instance that memoises parses
-    (``DepParser(memo_size=...)``) and built ``graph``; coreference and graph assembly are
-    re-run over all passages (cheap), so clusters may link new mentions to old ones and
-    concept node ids after the old sentence nodes may shift. ``ValueError`` when ``graph``
-    was not built by this module or ``parser``/``coref`` differ from its backends.
+    When ``graph`` was made in this process by :func:`build_document_graph` or by an earlier
+    extension (the paper's ``coref_merge="all"`` graph, its ablations, a coreference backend
+    with an incremental run such as ``rule`` or ``none``), only the new sentences are parsed
+    and resolved (against all earlier mentions) and new nodes are appended; the assembly
+    moves to the returned graph (``graph`` itself is unchanged; extending ``graph`` a second
+    time rebuilds it first). Otherwise (a graph loaded from a store, other merge modes,
+    ``coreferee``) ``graph``'s passages are built again first (pass a memoising parser, e.g.
+    ``DepParser(memo_size=...)`` or a :class:`~.parse_cache.CachedParser`, to skip
+    re-parsing).
+
+    Result: equal to ``build_document_graph`` of all passages up to node ids (compare with
+    :func:`~.assembly.canonical_form`), with one approximation: an apposition in a new
+    passage never merges two entities of earlier passages (``meta["extend"]["kept_apart"]``
+    counts them). ``ValueError`` when ``graph`` was not built by this module or
+    ``parser``/``coref`` differ from its backends.
     """
     if graph.meta.get("builder") != "semantic":
         raise ValueError(f"cannot extend a graph built by {graph.meta.get('builder')!r}")
@@ -246,4 +274,15 @@ def extend_document_graph(
             if have != want:
                 raise ValueError(f"graph was built with {what} {want!r}, extending with {have!r}")
         parser, coref = backend, resolver
-    return build_document_graph(graph_passages(graph) + new, parser, coref, **options)
+    assembly = getattr(graph, "assembly", None)
+    if assembly is None:
+        base = build_document_graph(graph_passages(graph), parser, coref, **options)
+        assembly = getattr(base, "assembly", None)
+        if assembly is None:  # not incremental: one build of all passages
+            return build_document_graph(graph_passages(graph) + new, parser, coref, **options)
+    if assembly.parser is not None:
+        assembly.parser = parser
+    extended = assembly.add(new)
+    graph.assembly = None
+    extended.assembly = assembly
+    return extended

@@ -63,12 +63,15 @@ class GraphSpec:
     """
     What to build and how: key and build function of one graph configuration, computed
     exactly as :meth:`~.cache.GraphStore.get_or_build` does, so both find the same entries.
-    Backends are created lazily, once per process.
+    Backends are created lazily, once per process. ``parse_cache``: a graph store root
+    whose sentence parse cache (:mod:`.parse_cache`) the parser of semantic graphs reads
+    and fills (not part of any key: the graphs are the same with or without it).
     """
 
     def __init__(
         self, kind: str = "semantic", parser: str = "dep", amr_file: Optional[str] = None,
         ablation: str = "full", coref: str = "rule", amr_model_dir: Optional[str] = None,
+        parse_cache: Optional[str] = None,
     ) -> None:
         if kind not in GRAPH_KINDS:
             raise ValueError(f"unknown graph kind {kind!r}; choose one of {GRAPH_KINDS}")
@@ -85,7 +88,7 @@ class GraphSpec:
             raise ValueError("--graph-parser amr needs --amr-file (precomputed penman graphs) "
                              "or --amr-model-dir (an installed amrlib stog model)")
         self.config = dict(kind=kind, parser=parser, amr_file=amr_file, ablation=ablation,
-                           coref=coref, amr_model_dir=amr_model_dir)
+                           coref=coref, amr_model_dir=amr_model_dir, parse_cache=parse_cache)
         self.kind = kind
         self._backends: Optional[Tuple[Any, Any, List[str]]] = None
 
@@ -125,6 +128,10 @@ class GraphSpec:
                     kwargs = {"amr_file": self.config["amr_file"],
                               "model_dir": self.config["amr_model_dir"]}
                 parser = get_parser(self.config["parser"], **kwargs)
+                if self.config["parse_cache"]:
+                    from .parse_cache import CachedParser, ParseCache
+
+                    parser = CachedParser(parser, ParseCache.for_store(self.config["parse_cache"]))
                 coref = get_coref(self.config["coref"])
                 self._backends = (parser, coref, [parser.describe(), coref.describe()])
             else:

@@ -18,6 +18,17 @@ Keys are the store's content hashes, so graphs built here are the ones
   ``graphs-v<N>`` folder) into this one, then builds whatever is still missing when ``-t``
   is given.
 - ``--workers N`` builds in ``N`` processes (spawned; each loads its own spaCy pipeline).
+- ``--engine ray [--address ADDR]``: the same builds as tasks on a Ray cluster
+  (:mod:`~parlai_docgraph.graphs.ray_engine`; ``pip install 'parlai-docgraph[ray]'``): graphs
+  come back to this process, which writes the same store; failed tasks are retried, then
+  reported. Without ``--address`` a local Ray with ``--workers`` CPUs is started.
+- ``--corpus PATH`` instead of ``-t``: a folder of ``.txt``/``.md`` files or a JSONL of
+  ``{title, text}`` (:mod:`~parlai_docgraph.graphs.corpus`: one graph per document, a passage
+  per paragraph); unreadable files and malformed rows are reported with file and line.
+- ``--parse-cache true`` (default): semantic graphs parse each distinct sentence once per
+  store (:mod:`~parlai_docgraph.graphs.parse_cache`, ``<store root>/parses-v<N>.sqlite``),
+  so the build costs the dataset's distinct sentences, not its turns; the same graphs as
+  ``--parse-cache false``.
 - Graph options (:func:`~parlai_docgraph.graphs.spec.add_graph_args`): ``--graph-kind``,
   ``--graph-parser dep|amr`` (``--amr-file``, ``--amr-model-dir``), ``--graph-coref
   rule|coreferee|none``, ``--graph-ablation``; teachers given the same options with
@@ -28,6 +39,7 @@ Examples::
     parlai-docgraph build_graphs -t docgraph:sample -dt valid --datapath /tmp/dp
     parlai-docgraph build_graphs -t docgraph:wow --shard 0/4 --workers 8 --datapath /data/a
     parlai-docgraph build_graphs --merge-from /data/a /data/b --datapath /data/all
+    parlai-docgraph build_graphs --corpus my_docs/ --engine ray --address 10.0.0.1:6379
 """
 
 from __future__ import annotations
@@ -161,15 +173,29 @@ def _start_method() -> str:
 
 def build_store(
     jobs: Dict[str, Any], spec: GraphSpec, root: Path, workers: int = 1, progress: bool = True,
+    engine: str = "pool", address: Optional[str] = None, report: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Optional[str]]:
     """
     Build and store the graphs of ``jobs`` (key -> passages) into the store at ``root``;
-    returns key -> ``None`` (built) or the failure reason.
+    returns key -> ``None`` (built) or the failure reason. ``engine``: ``pool`` (this
+    machine, ``workers`` processes) or ``ray`` (:mod:`~parlai_docgraph.graphs.ray_engine`:
+    the cluster at ``address``, or a local Ray with ``workers`` CPUs); Ray's task retries
+    are counted in ``report["retried"]``.
     """
     from tqdm import tqdm
 
     results: Dict[str, Optional[str]] = {}
     if not jobs:
+        return results
+    if engine == "ray":
+        from parlai_docgraph.graphs.cache import GraphStore
+        from parlai_docgraph.graphs.ray_engine import build_with_ray
+
+        results, retried = build_with_ray(
+            jobs, spec.config, GraphStore(root).save, address=address,
+            num_cpus=None if address else workers, progress=progress)
+        if report is not None:
+            report["retried"] = retried
         return results
     bar = tqdm(total=len(jobs), unit="doc", desc="build_graphs", disable=not progress,
                file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
@@ -208,12 +234,26 @@ class BuildGraphs(ParlaiScript):
         add_graph_args(parser)
         group = parser.add_argument_group("build_graphs")
         group.add_argument("--workers", type=int, default=1,
-                           help="build processes (each loads its own spaCy pipeline)")
+                           help="build processes (each loads its own spaCy pipeline); with "
+                           "--engine ray and no --address: the CPUs of the local Ray")
+        group.add_argument("--engine", choices=("pool", "ray"), default="pool",
+                           help="pool: processes on this machine; ray: tasks on a Ray cluster "
+                           "(pip install 'parlai-docgraph[ray]'), same store")
+        group.add_argument("--address", default=None,
+                           help="--engine ray: address of a running Ray cluster (e.g. "
+                           "127.0.0.1:6379 or auto); default: start a local Ray")
+        group.add_argument("--corpus", default=None, metavar="PATH",
+                           help="build the graphs of a plain document corpus instead of -t: a "
+                           "folder of .txt/.md files or a .jsonl of {title, text} (one graph "
+                           "per document, a passage per paragraph)")
         group.add_argument("--shard", default=None,
                            help="i/n: build only shard i of n (by key hash), e.g. 0/4")
         group.add_argument("--merge-from", nargs="+", default=None, metavar="DIR",
                            help="copy the verified entries of these stores (datapaths or "
                            "store folders) into this datapath's store first")
+        group.add_argument("--parse-cache", type="bool", default=True,
+                           help="parse each distinct sentence once per store (a sentence "
+                           "parse cache next to the graphs; same graphs either way)")
         group.add_argument("--progress", type="bool", default=True, help="show a tqdm bar")
         return parser
 
@@ -236,57 +276,63 @@ class BuildGraphs(ParlaiScript):
             copied = store.merge_from(other)
             report["merged"] += copied
             lines.append(f"merged {copied} entries from {other.root}")
-        if not opt.get("task"):
+        if not opt.get("task") and not opt.get("corpus"):
             if not opt.get("merge_from"):
-                raise ValueError("build_graphs needs -t TASK (or --merge-from DIR ...)")
+                raise ValueError("build_graphs needs -t TASK or --corpus PATH (or --merge-from "
+                                 "DIR ...)")
             lines.append(f"store: {store.root} ({sum(1 for _ in store.keys())} entries)")
             print("\n".join(lines))
             return report
 
         spec = GraphSpec.from_opt(opt)
+        parses = None
+        if opt.get("parse_cache", True) and spec.kind == "semantic":
+            from parlai_docgraph.graphs.parse_cache import ParseCache
+
+            spec = GraphSpec(**{**spec.config, "parse_cache": str(root)})
+            parses = ParseCache.for_store(root)
+            report["parses_before"] = len(parses)
         jobs: Dict[str, Any] = {}
         first_seen: Dict[str, str] = {}
         failures: Dict[str, List[str]] = {}
         seen_pools = set()
-        for dt in parse_datatypes(opt.get("datatype")):
-            for index, msg in iterate_examples(opt, dt):
-                report["examples"] += 1
-                passages = msg.get("knowledge_passages")
-                if passages is None:
-                    report["without_pools"] += 1
-                    continue
-                where = f"{dt.split(':')[0]}#{index}"
-                ident = repr(passages)
-                if ident in seen_pools:
-                    continue
-                seen_pools.add(ident)
-                report["pools"] += 1
-                try:
-                    key = spec.key(passages)
-                except ValueError as exc:
-                    failures.setdefault(f"ValueError: {exc}", []).append(where)
-                    continue
-                if key in first_seen:
-                    continue
-                first_seen[key] = where
-                if shard is not None and not in_shard(key, shard):
-                    continue
-                report["in_shard"] += 1
-                existed = key in store
-                if existed and load_verified(store, key) is not None:
-                    report["cached"] += 1
-                    continue
-                report["rebuilt"] += int(existed)
-                jobs[key] = passages
-        if report["examples"] and report["without_pools"] == report["examples"]:
+        for where, passages in self._pools(opt, report, failures):
+            ident = repr(passages)
+            if ident in seen_pools:
+                continue
+            seen_pools.add(ident)
+            report["pools"] += 1
+            try:
+                key = spec.key(passages)
+            except ValueError as exc:
+                failures.setdefault(f"ValueError: {exc}", []).append(where)
+                continue
+            if key in first_seen:
+                continue
+            first_seen[key] = where
+            if shard is not None and not in_shard(key, shard):
+                continue
+            report["in_shard"] += 1
+            existed = key in store
+            if existed and load_verified(store, key) is not None:
+                report["cached"] += 1
+                continue
+            report["rebuilt"] += int(existed)
+            jobs[key] = passages
+        if not opt.get("corpus") and report["examples"] \
+                and report["without_pools"] == report["examples"]:
             raise ValueError(
                 f"task {opt['task']!r} has no knowledge_passages in its examples: "
                 "build_graphs needs a document-grounded task (e.g. docgraph:sample, docgraph:wow)"
             )
         start = time.perf_counter()
         results = build_store(jobs, spec, root, max(1, int(opt.get("workers") or 1)),
-                              bool(opt.get("progress", True)))
+                              bool(opt.get("progress", True)), opt.get("engine") or "pool",
+                              opt.get("address"), report)
         report["build_s"] = round(time.perf_counter() - start, 3)
+        if parses is not None:
+            report["parses_after"] = len(parses)
+            parses.close()
         for key, error in results.items():
             if error is None:
                 report["built"] += 1
@@ -301,21 +347,51 @@ class BuildGraphs(ParlaiScript):
         return report
 
     @staticmethod
+    def _pools(opt: Dict[str, Any], report: Dict[str, Any],
+               failures: Dict[str, List[str]]) -> Iterator[Tuple[str, Any]]:
+        """``(where, passages)`` of every document (``--corpus``) or example (``-t``);
+        unreadable documents go to ``failures`` with their file (and line)."""
+        if opt.get("corpus"):
+            from parlai_docgraph.graphs.corpus import read_corpus
+
+            for where, pool, error in read_corpus(opt["corpus"]):
+                report["examples"] += 1
+                if error is not None:
+                    failures.setdefault(error, []).append(where)
+                else:
+                    yield where, pool
+            return
+        for dt in parse_datatypes(opt.get("datatype")):
+            for index, msg in iterate_examples(opt, dt):
+                report["examples"] += 1
+                passages = msg.get("knowledge_passages")
+                if passages is None:
+                    report["without_pools"] += 1
+                    continue
+                yield f"{dt.split(':')[0]}#{index}", passages
+
+    @staticmethod
     def _summary(
         opt: Dict[str, Any], spec: GraphSpec, shard: Optional[Tuple[int, int]],
         report: Dict[str, Any],
     ) -> List[str]:
         part = f", shard {shard[0]}/{shard[1]}: {report['in_shard']}" if shard else ""
         lines = [
-            f"build_graphs {opt['task']} [{opt.get('datatype')}]: {spec.describe()}",
+            f"build_graphs {opt.get('corpus') or opt['task']} "
+            f"[{'corpus' if opt.get('corpus') else opt.get('datatype')}]: {spec.describe()}",
             f"examples: {report['examples']} ({report['without_pools']} without "
             f"knowledge_passages); distinct knowledge pools: {report['pools']}{part}",
             f"built: {report['built']} (replacing {report['rebuilt']} corrupt/stale entries), "
             f"cached: {report['cached']}, failed: {report['failed']}",
             f"build time: {report['build_s']:.2f} s, {report['docs_per_s']:.2f} docs/s "
-            f"({max(1, int(opt.get('workers') or 1))} worker(s))",
+            f"({max(1, int(opt.get('workers') or 1))} worker(s), engine "
+            f"{opt.get('engine') or 'pool'}"
+            + (f", {report['retried']} task retries)" if "retried" in report else ")"),
             f"store: {report['store']}",
         ]
+        if "parses_after" in report:
+            lines.append(f"parse cache: {report['parses_after']} distinct sentences "
+                         f"({report['parses_after'] - report['parses_before']} parsed now)")
         if report["stray_tmp"]:
             lines.append(f"removed {report['stray_tmp']} temporary files of a killed run")
         if report["failures"]:

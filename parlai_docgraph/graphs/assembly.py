@@ -1,0 +1,174 @@
+"""
+Incremental assembly of Li et al.'s document semantic graph (the ``coref_merge="all"``
+graph of :func:`~.semantic.build_document_graph` and its sentence-graph ablation).
+
+:class:`SemanticAssembly` adds passages batch by batch: nodes and edges of the new
+passages, their mentions resolved by an incremental coreference run
+(:meth:`~.coref.RuleCoref.start`) against every earlier mention, and in place updates of the
+few earlier concept nodes that new mentions join (``mentions`` grows; the canonical name,
+span and sentence follow the longest mention). Nothing earlier is revisited, so one batch
+costs its own sentences: parsing them, resolving their mentions (indexed lookups of earlier
+mentions) and O(1) work per new node and edge, plus one shallow copy of the node and edge
+lists so the graph of the previous batch stays unchanged.
+
+A single batch gives exactly ``build_document_graph``'s graph (same node ids, edge order and
+metadata). Over several batches the graph equals a rebuild up to node ids (new nodes are
+appended: a rebuild numbers passages and sentences before every concept), except that an
+apposition in a new passage never merges two entities of earlier passages into one (a
+retroactive merge would renumber nodes); ``meta["extend"]["kept_apart"]`` counts those.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .parsers.base import ParsedSentence
+from .schema import SCHEMA_VERSION, DocumentGraph, GraphBuilder, MentionRef, Node
+
+
+def _canonical_key(ref: MentionRef, text: str) -> Tuple[int, int, int, int]:
+    """Longest mention first; ties go to the one with more capitalised words, then the earliest."""
+    return (len(text), sum(w[:1].isupper() for w in text.split()), -ref[0], -ref[1])
+
+
+class SemanticAssembly:
+    """
+    The growing graph of passages added so far (see the module docstring). ``parser`` and
+    ``run`` (an incremental coreference run, or ``None`` for the sentence graph) are used for
+    every batch; ``options`` are ``build_document_graph``'s (``coref_merge`` must be "all").
+    """
+
+    def __init__(self, parser: Any, run: Any, options: Dict[str, Any],
+                 describe: Tuple[Optional[str], Optional[str]] = (None, None)) -> None:
+        self.parser, self.run, self.options = parser, run, dict(options)
+        self.b = GraphBuilder()
+        self.collapsed: Optional[GraphBuilder] = GraphBuilder() if options.get("homogeneous") else None
+        self.passages = 0
+        self.sentence_node: List[int] = []
+        self.passage_of: List[int] = []
+        self.node_of_ref: Dict[MentionRef, int] = {}
+        #: entity node id -> (canonical key, canonical ref, its text)
+        self.canon: Dict[int, Tuple[Tuple[int, int, int, int], MentionRef, str]] = {}
+        self.meta: Dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION, "builder": "semantic",
+            "parser": describe[0], "coref": describe[1], "options": dict(options),
+            "homogeneous": bool(options.get("homogeneous")), "num_passages": 0,
+            "num_sentences": 0,
+        }
+        self.batches = 0
+
+    # ---------------------------------------------------------------- batches
+    def add(self, passages: Sequence[Tuple[str, Sequence[str]]]) -> DocumentGraph:
+        """Append ``passages`` (checked ``(title, [sentences])``); the graph so far."""
+        b = self.b
+        first_sentence = len(self.sentence_node)
+        sentences: List[str] = []
+        for title, sents in passages:
+            p = self.passages
+            pid = b.node(type="passage", text=title, passage=p)
+            prev: Optional[int] = None
+            for sent in sents:
+                sid = b.node(type="sentence", text=sent, passage=p,
+                             sentence=len(self.sentence_node))
+                sentences.append(sent)
+                self.sentence_node.append(sid)
+                self.passage_of.append(p)
+                self._edge(pid, sid, "passage_sentence")
+                if prev is not None:
+                    self._edge(prev, sid, "next_sentence")
+                prev = sid
+            self.passages += 1
+        if self.run is not None:
+            parsed = self.parser.parse(sentences)
+            self.run.add(parsed, keep_earlier_apart=self.batches > 0)
+            self._concepts(parsed, first_sentence)
+        self.batches += 1
+        self.meta.update(num_passages=self.passages, num_sentences=len(self.sentence_node))
+        if self.batches > 1:
+            self.meta["extend"] = {"batches": self.batches,
+                                   "kept_apart": getattr(self.run, "kept_apart", 0)}
+        edges = self.collapsed.edges if self.collapsed is not None else b.edges
+        return DocumentGraph(nodes=list(b.nodes), edges=list(edges), meta=dict(self.meta))
+
+    def _edge(self, src: int, dst: int, edge_type: str) -> None:
+        before = len(self.b.edges)
+        self.b.edge(src, dst, edge_type)
+        if self.collapsed is not None and len(self.b.edges) > before:
+            self.collapsed.edge(src, dst, "edge")
+
+    def _concepts(self, parsed: Sequence[ParsedSentence], base: int) -> None:
+        """Entity and predicate nodes of the new sentences (numbered from ``base``)."""
+        b, run = self.b, self.run
+        text: Dict[MentionRef, str] = {}
+        in_sentence: Dict[int, List[MentionRef]] = {}
+        for g, ps in enumerate(parsed, base):
+            for m in ps.mentions():
+                text[(g, m.start, m.end)] = m.text
+                in_sentence.setdefault(g, []).append((g, m.start, m.end))
+        groups: Dict[int, List[MentionRef]] = {}
+        joined: Dict[int, List[MentionRef]] = {}  # earlier node -> new mentions joining it
+        for ref in sorted(text):
+            cluster = run.cluster_of(ref)
+            first = run.first[cluster]
+            if first[0] < base:
+                joined.setdefault(self.node_of_ref[first], []).append(ref)
+            else:
+                groups.setdefault(cluster, []).append(ref)
+        for refs in groups.values():
+            canon = max(refs, key=lambda r: _canonical_key(r, text[r]))
+            nid = b.node(
+                type="concept", text=text[canon], passage=self.passage_of[canon[0]],
+                sentence=canon[0], span=(canon[1], canon[2]), mentions=tuple(refs),
+                kind="entity",
+            )
+            self.canon[nid] = (_canonical_key(canon, text[canon]), canon, text[canon])
+            for ref in refs:
+                self.node_of_ref[ref] = nid
+        for nid, refs in joined.items():
+            best = max([self.canon[nid]] + [(_canonical_key(r, text[r]), r, text[r]) for r in refs])
+            self.canon[nid] = best
+            _, canon, name = best
+            old = b.nodes[nid]
+            b.nodes[nid] = Node(
+                id=nid, type="concept", text=name, passage=self.passage_of[canon[0]],
+                sentence=canon[0], span=(canon[1], canon[2]), mentions=old.mentions + tuple(refs),
+                kind="entity",
+            )
+            for ref in refs:
+                self.node_of_ref[ref] = nid
+        role_edges = self.options.get("role_edges", True)
+        for g, ps in enumerate(parsed, base):
+            sid = self.sentence_node[g]
+            for ref in sorted(in_sentence.get(g, ())):
+                self._edge(sid, self.node_of_ref[ref], "sentence_concept")
+            for pred in ps.predicates:
+                pid = b.node(
+                    type="concept", text=pred.text, passage=self.passage_of[g], sentence=g,
+                    span=(pred.start, pred.end), mentions=((g, pred.start, pred.end),),
+                    kind="predicate",
+                )
+                self._edge(sid, pid, "sentence_concept")
+                if role_edges:
+                    for arg in pred.arguments:
+                        self._edge(pid, self.node_of_ref[(g, *arg.mention.key)], arg.role)
+            if role_edges:
+                for rel in ps.relations:
+                    self._edge(self.node_of_ref[(g, *rel.src.key)],
+                               self.node_of_ref[(g, *rel.dst.key)], rel.role)
+
+
+def canonical_form(graph: DocumentGraph) -> Tuple[Any, Any]:
+    """
+    The graph without node ids: the sorted node records and the sorted edges between them,
+    for comparing an extended graph with a rebuild (equal up to node numbering).
+    """
+
+    def record(n: Node) -> Tuple[Any, ...]:
+        return (n.type, n.text, n.passage, n.sentence, n.span, tuple(sorted(n.mentions)), n.kind)
+
+    rec = [record(n) for n in graph.nodes]
+    return sorted(rec, key=repr), sorted(((rec[e.src], rec[e.dst], e.type) for e in graph.edges),
+                                         key=repr)
+
+
+__all__ = ["SemanticAssembly", "canonical_form"]
