@@ -2,19 +2,21 @@
 Controlled probe of the graph selector on a generated structure task (issue 17): the
 encoder is frozen, every input vector is computed once, and only the selector's graph part
 (context/node projections, EGAT, heads: what ``--graph-learningrate`` trains) is trained.
-A run takes seconds, so the factors that decide whether the graph can help at all (the
+A setting takes minutes instead of an hour, so the factors that decide whether the graph can help at all (the
 pooling of node and context vectors, the variant, the number of sampled negatives, the
 graph rate) can be compared one at a time, which end-to-end MiniLM runs (about 0.4
 updates/s on 2 CPU cores) cannot afford.
 
-Not a test: it prints test ``know_acc`` of each setting, the seeds and the settings::
+Not a test: it prints, per setting, P@1 on the unseen-people test turns and on as many
+training turns (memorising shows as a gap), the seeds and the settings::
 
-    python benchmarks/graph_probe.py --task expedition --pool cls,mean --variants full,none \\
-        --negatives 5 --steps 300 --seeds 0,1
+    python benchmarks/graph_probe.py --task expedition --dialogues 100 --pool cls,mean \\
+        --variants full,none --negatives 5,0 --steps 40,150,300 --seeds 0
 
 Inputs are built exactly as the agent builds them: the teacher's generator for the turns,
 ``GraphProvider`` for the graph and frozen node features, the pair ``[candidate line;
-question]`` for the Eq. 1 context; ``cls`` reads the first token of the frozen encoder,
+question]`` for the Eq. 1 context (the question alone: the agent's second turn also sees
+the first question); ``cls`` reads the first token of the frozen encoder,
 ``mean`` the attention-masked mean (``graphs.embed``).
 """
 
