@@ -166,3 +166,33 @@ def test_selector_graph_provider_uses_the_disk_cache(encoder_and_tokenizer, tmp_
     got = second.get(PASSAGES).x
     assert torch.equal(got, want)
     assert second.embed_cache.counts["disk"] > 0
+
+
+def test_mean_pooling_for_encoders_trained_with_it(encoder_and_tokenizer, tmp_path):
+    """``pooling="mean"``: sentence and passage nodes are the mean of their unpadded tokens
+    (batched as unbatched); concepts do not change. ``encoder_pooling`` reads a
+    sentence-transformers folder's Pooling config (the installed MiniLM: mean)."""
+    import json
+
+    from parlai_docgraph.agents.selector_encoder import resolve_encoder
+    from parlai_docgraph.graphs.embed import encoder_pooling
+
+    encoder, tokenizer = encoder_and_tokenizer
+    graph = build_document_graph(PASSAGES)
+    cls = embed_graph(graph, encoder, tokenizer, batch_size=2)
+    mean = embed_graph(graph, encoder, tokenizer, batch_size=2, pooling="mean")
+    for node in graph.nodes:
+        if node.type in ("sentence", "passage") and node.text:
+            expected = alone(encoder, tokenizer, node.text)[0].mean(0)
+            torch.testing.assert_close(mean.vectors[node.id], expected, atol=1e-5, rtol=1e-4)
+            assert not torch.allclose(mean.vectors[node.id], cls.vectors[node.id])
+        elif node.type == "concept":
+            torch.testing.assert_close(mean.vectors[node.id], cls.vectors[node.id])
+    with pytest.raises(ValueError, match="pooling"):
+        embed_graph(graph, encoder, tokenizer, pooling="max")
+    assert encoder_pooling(resolve_encoder("minilm-l6")) == "mean"
+    assert encoder_pooling(str(tmp_path)) == "cls" and encoder_pooling(None) == "cls"
+    (tmp_path / "1_Pooling").mkdir()
+    (tmp_path / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False}))
+    assert encoder_pooling(str(tmp_path)) == "cls"

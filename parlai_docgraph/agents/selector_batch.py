@@ -105,17 +105,20 @@ class GraphProvider:
     built and stored when missing) or are built in process (``store_root=None``); a pool
     that extends a memoised one (``base``, ``--background per_turn``) is built with
     ``DocumentGraph.extend``. Node features are :func:`~parlai_docgraph.graphs.embed.embed_graph`
-    vectors from the frozen ``node_encoder`` (none for ``paths``). Both are kept in an
-    in-process LRU memo of ``memo_size`` pools. ``build_options`` are added to the
-    variant's builder options (``--multilevel-ablation``: :func:`multilevel_build_options`).
+    vectors from the frozen ``node_encoder`` (none for ``paths``), sentence and passage nodes
+    pooled by ``pooling`` (``cls`` or ``mean``). Both are kept in an in-process LRU memo of
+    ``memo_size`` pools. ``build_options`` are added to the variant's builder options
+    (``--multilevel-ablation``: :func:`multilevel_build_options`).
     """
 
     def __init__(
         self, variant: str, node_encoder: Any, tokenizer: Any, store_root: Optional[str] = None,
         parser: str = "dep", coref: str = "rule", memo_size: int = 256,
         embed_cache: Optional[str] = None, build_options: Optional[Dict[str, Any]] = None,
+        pooling: str = "cls",
     ) -> None:
         check_variant(variant)
+        self.pooling = pooling
         self.variant = variant
         options = VARIANT_BUILD_OPTIONS[variant]
         self.builder = "semantic" if options is None else options.get("builder", "semantic")
@@ -196,7 +199,7 @@ class GraphProvider:
             from ..graphs.embed import embed_graph
 
             x = embed_graph(graph, self.node_encoder, self.tokenizer,
-                            cache=self.embed_cache).vectors
+                            cache=self.embed_cache, pooling=self.pooling).vectors
         if self.builder == "multilevel":
             no_passage = int(graph.meta["no_passage_node"])
             words = index["word_node"]

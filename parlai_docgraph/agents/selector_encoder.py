@@ -64,6 +64,34 @@ def tiny_encoder() -> Any:
     return encoder, tokenizer
 
 
+#: ``--encoder-pooling`` choices: ``auto`` follows the checkpoint (graphs.embed.encoder_pooling)
+POOLING_CHOICES = ("auto", "cls", "mean")
+
+
+def add_pooling_arg(group) -> None:
+    """Register ``--encoder-pooling``."""
+    group.add_argument(
+        "--encoder-pooling", type=str, default="cls", choices=list(POOLING_CHOICES),
+        help="how a text becomes one vector, for the Eq. 1 context node (fine-tuned encoder) "
+        "and the sentence/passage node features (frozen copy): cls = first token (Li et al. "
+        "2.1 and Eq. 1, RoBERTa; the default), mean = mean over the tokens; auto = the "
+        "checkpoint's own pooling (mean for sentence-transformers folders that say so, such "
+        "as minilm-l6; cls otherwise). benchmarks/graph_at_defaults.md: mean did not "
+        "measurably help the graph on docgraph:expedition, so the paper's cls stays default")
+
+
+def resolve_pooling(opt: Any) -> str:
+    """``cls`` or ``mean`` for ``--encoder-pooling`` of ``opt`` (``auto`` reads the checkpoint;
+    models saved before the option existed used ``cls``)."""
+    from ..graphs.embed import encoder_pooling
+
+    mode = opt.get("encoder_pooling", "cls")
+    if mode != "auto":
+        return mode
+    name = opt.get("encoder_model", MINILM)
+    return "cls" if name == TINY else encoder_pooling(resolve_encoder(name))
+
+
 def load_encoder(name: str) -> Any:
     """``(AutoModel without pooler, fast AutoTokenizer)`` of ``--encoder-model``."""
     from transformers import AutoModel, AutoTokenizer

@@ -5,15 +5,18 @@ Initial node embeddings from a frozen pretrained encoder (Li et al. 2.1; Zhang &
 length-sorted, ``torch.no_grad``) with any Hugging Face encoder whose fast tokenizer gives
 character offsets, then reads node vectors off the hidden states:
 
-- ``sentence`` nodes: the first token of their sentence (``[CLS]`` / ``<s>``);
-- ``passage`` and ``topic`` nodes: the first token of their title;
+- ``sentence`` nodes: their sentence pooled by ``pooling``: ``cls``, the first token
+  (``[CLS]`` / ``<s>``, Li et al. 2.1 with RoBERTa), or ``mean``, the mean over its tokens
+  (the pooling sentence-transformers checkpoints such as all-MiniLM-L6-v2 are trained with:
+  their first token is no sentence embedding; see :func:`encoder_pooling`);
+- ``passage`` and ``topic`` nodes: their title, pooled the same way;
 - ``concept`` and ``word`` nodes: the mean over the tokens overlapping any of their mention
   spans, in the context of each mention's sentence (a merged concept averages all its
   mentions' tokens).
 
 Texts longer than the encoder's limit are truncated; a node none of whose span tokens
 survived (cut off by truncation, or characters the tokenizer drops) gets its sentence's
-first-token vector instead and is listed in ``fallback`` as (node id, sentence index). An
+pooled vector instead and is listed in ``fallback`` as (node id, sentence index). An
 empty text has only special tokens (or none: zero vector). Identical texts are encoded once
 per call; with ``cache=`` (an :class:`~.embed_cache.EmbeddingCache`, or a folder for one keyed
 by :func:`~.embed_cache.describe_encoder`) hidden states persist on disk across calls and
@@ -22,6 +25,8 @@ runs: cached texts are loaded, not encoded, and corrupt entries are recomputed.
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -30,6 +35,34 @@ from .embed_cache import EmbeddingCache, describe_encoder
 from .schema import DocumentGraph
 
 CacheArg = Optional[Union[EmbeddingCache, str, Path]]
+#: text pooling modes of sentence/title nodes and of the Eq. 1 context vector
+POOLINGS = ("cls", "mean")
+
+
+def encoder_pooling(model_dir: Optional[str]) -> str:
+    """
+    The pooling a checkpoint was trained with: ``mean`` for a sentence-transformers folder
+    whose ``Pooling`` module (``1_Pooling/config.json``, or the one ``modules.json`` names)
+    sets ``pooling_mode_mean_tokens``, else ``cls`` (Li et al.: the first token of RoBERTa).
+    """
+    if not model_dir or not os.path.isdir(model_dir):
+        return "cls"
+    folders = ["1_Pooling"]
+    try:
+        with open(os.path.join(model_dir, "modules.json"), encoding="utf-8") as f:
+            folders = [m.get("path", "") for m in json.load(f)
+                       if str(m.get("type", "")).endswith("Pooling")] or folders
+    except (OSError, ValueError, AttributeError):
+        pass
+    for folder in folders:
+        try:
+            with open(os.path.join(model_dir, folder, "config.json"), encoding="utf-8") as f:
+                config = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if config.get("pooling_mode_mean_tokens") and not config.get("pooling_mode_cls_token"):
+            return "mean"
+    return "cls"
 
 
 @dataclass
@@ -114,11 +147,13 @@ def encode_texts(
 
 def embed_graph(
     graph: DocumentGraph, encoder: Any, tokenizer: Any, *, batch_size: int = 32,
-    max_length: Optional[int] = None, cache: CacheArg = None,
+    max_length: Optional[int] = None, cache: CacheArg = None, pooling: str = "cls",
 ) -> NodeEmbeddings:
     """Initial vectors for every node of ``graph`` (see the module docstring)."""
     import torch
 
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     sentences = graph.sentence_texts()
     titles = [n.text for n in graph.nodes if n.type in ("passage", "topic")]
     states = encode_texts(
@@ -130,8 +165,11 @@ def embed_graph(
     fallback: List[Tuple[int, int]] = []
 
     def first(text: str) -> Any:
+        """The text's vector: first token or mean over its (unpadded) tokens."""
         hidden = states[text][0]
-        return hidden[0] if len(hidden) else torch.zeros(dim)
+        if not len(hidden):
+            return torch.zeros(dim)
+        return hidden.mean(dim=0) if pooling == "mean" else hidden[0]
 
     for node in graph.nodes:
         if node.type in ("sentence", "passage", "topic"):

@@ -12,7 +12,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import to_undirected
 
-from .common import example_offsets
+from .common import example_offsets, pool_tokens
 from .multilevel_gat import MultiLevelGAT, word_selection_targets
 from .selector import SelectorOutput
 
@@ -50,10 +50,11 @@ class MultiLevelSelector(nn.Module):
     def __init__(
         self, node_dim: int, hidden: int = 128, heads: int = 3, num_layers: int = 2,
         dropout: float = 0.0, alpha: float = 0.5, context_encoder: Optional[nn.Module] = None,
+        pooling: str = "cls",
     ) -> None:
         super().__init__()
         self.alpha = alpha
-        self.context_encoder = context_encoder
+        self.context_encoder, self.pooling = context_encoder, pooling
         self.gat = MultiLevelGAT(node_dim, hidden, heads, num_layers, dropout, alpha)
 
     def combine(self, know: float, aux: float) -> float:
@@ -67,7 +68,8 @@ class MultiLevelSelector(nn.Module):
             raise ValueError("context given as encoder inputs but no context_encoder is set")
         out = self.context_encoder(**context)
         hidden = getattr(out, "last_hidden_state", out)
-        return hidden[:, 0] if hidden.dim() == 3 else hidden  # [CLS] pooling (Eq. 2)
+        # Eq. 2: [CLS] (the paper, BERT); mean for encoders trained with mean pooling
+        return pool_tokens(hidden, context.get("attention_mask"), self.pooling)
 
     def forward(
         self, x: Tensor, edge_index: Tensor, cand_node: Tensor, cand2example: Tensor,

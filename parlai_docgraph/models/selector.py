@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..graphs.schema import EDGE_TYPES, NODE_TYPES, DocumentGraph
-from .common import example_offsets, sample_negatives, segment_log_softmax
+from .common import example_offsets, pool_tokens, sample_negatives, segment_log_softmax
 from .egat import EGATConv
 
 VARIANTS: Tuple[str, ...] = ("full", "sentence", "coref", "homogeneous", "none")
@@ -84,7 +84,9 @@ class DialogAwareSelector(nn.Module):
     sentence node; ``num_layers`` EGAT layers (:class:`EGATConv`, shared weights when
     ``share_layers``: the paper's "L layers with shared parameters") run over the union.
     Node features (frozen LM vectors, 2.1) and pooled context vectors (Eq. 1, or the output
-    of an injected ``context_encoder``) are projected to ``hidden``; :math:`h^0` is that
+    of an injected ``context_encoder`` pooled by ``pooling``: ``cls``, the paper's first
+    token, or ``mean`` over the attention mask, :func:`~.common.pool_tokens`) are projected
+    to ``hidden``; :math:`h^0` is that
     projection. Graph edges are directed; ``add_reverse_edges`` adds each reversed, with
     its own type, so sentences also hear their concepts and context nodes their sentence.
 
@@ -112,6 +114,7 @@ class DialogAwareSelector(nn.Module):
         add_reverse_edges: bool = True,
         dropout: float = 0.0,
         context_encoder: Optional[nn.Module] = None,
+        pooling: str = "cls",
     ) -> None:
         super().__init__()
         if variant not in VARIANTS:
@@ -121,7 +124,7 @@ class DialogAwareSelector(nn.Module):
                              f"Table 7 'Sent. loss'), got {concept_loss_weight}")
         self.variant, self.num_layers, self.num_negatives = variant, num_layers, num_negatives
         self.concept_loss_weight, self.add_reverse_edges = concept_loss_weight, add_reverse_edges
-        self.context_encoder = context_encoder
+        self.context_encoder, self.pooling = context_encoder, pooling
         self.context_proj = nn.Linear(context_dim or node_dim, hidden)
         self.use_graph = variant != "none" and num_layers > 0
         self.use_concepts = self.use_graph and variant != "sentence"
@@ -152,9 +155,10 @@ class DialogAwareSelector(nn.Module):
             return context[keep]
         if self.context_encoder is None:
             raise ValueError("context given as encoder inputs but no context_encoder is set")
-        out = self.context_encoder(**{k: v[keep] for k, v in context.items()})
+        inputs = {k: v[keep] for k, v in context.items()}
+        out = self.context_encoder(**inputs)
         hidden = getattr(out, "last_hidden_state", out)
-        return hidden[:, 0] if hidden.dim() == 3 else hidden  # [CLS] pooling
+        return pool_tokens(hidden, inputs.get("attention_mask"), self.pooling)
 
     def forward(
         self,
