@@ -5,11 +5,12 @@ stock ``parlai`` / ``parlai-docgraph`` commands in a subprocess.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 
@@ -113,3 +114,31 @@ def family_dirs(tmp_path_factory) -> Dict[str, Path]:
     from families import make_all
 
     return make_all(tmp_path_factory.mktemp("families"))
+
+
+#: the bundled WoW-format sample's train file
+WOW_SAMPLE = Path(__file__).resolve().parents[1] / "tasks" / "docgraph" / "sample_data" / "wizard_of_wikipedia" / "train.json"
+
+
+def knowledge_pools(path: Path = WOW_SAMPLE) -> List[List[Tuple[str, List[str]]]]:
+    """Per WoW dialogue: chosen topic passage + every retrieved passage (by title)."""
+    pools = []
+    for dialog in json.loads(path.read_text()):
+        seen: Dict[str, List[str]] = {dialog["chosen_topic"]: dialog["chosen_topic_passage"]}
+        for turn in dialog["dialog"]:
+            for passage in turn.get("retrieved_passages", []):
+                for title, sentences in passage.items():
+                    seen.setdefault(title, sentences)
+        pools.append(list(seen.items()))
+    return pools
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny tensors: one intra-op thread avoids oversubscription on a busy machine."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -31,12 +31,7 @@ def store(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("data")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _train(*args: str):

@@ -31,6 +31,8 @@ from parlai_docgraph.graphs.parsers import get_parser
 from parlai_docgraph.graphs.parsers.dep import load_pipeline
 from parlai_docgraph.graphs.schema import EDGE_TYPE_ID, NODE_TYPE_ID
 
+from conftest import knowledge_pools
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "tasks" / "docgraph" / "sample_data" / "wizard_of_wikipedia" / "train.json"
 GRAPHS = ROOT / "parlai_docgraph" / "graphs"
@@ -46,19 +48,6 @@ def dep():
     parser = get_parser("dep")
     parser.nlp
     return parser
-
-
-def knowledge_pools(path: Path = SAMPLE) -> List[List[Tuple[str, List[str]]]]:
-    """Per WoW dialogue: chosen topic passage + every retrieved passage (by title)."""
-    pools = []
-    for dialog in json.loads(path.read_text()):
-        seen: Dict[str, List[str]] = {dialog["chosen_topic"]: dialog["chosen_topic_passage"]}
-        for turn in dialog["dialog"]:
-            for passage in turn.get("retrieved_passages", []):
-                for title, sentences in passage.items():
-                    seen.setdefault(title, sentences)
-        pools.append(list(seen.items()))
-    return pools
 
 
 def concept_with(graph: DocumentGraph, text: str) -> Node:

@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from conftest import teacher_acts
+from conftest import knowledge_pools, real_file, teacher_acts
 from parlai_docgraph.graphs import build_document_graph
 from parlai_docgraph.graphs.parse_cache import CachedParser, ParseCache
 from parlai_docgraph.graphs.parsers import get_parser
@@ -125,24 +125,6 @@ def test_assembly_equals_the_one_go_builder(dep, sample_pools, ablation):
             pool, parser=dep, coref=_NoStart(), **ABLATIONS[ablation]).to_dict()
 
 
-def _real_dialogue_pools():
-    """Per real WoW dialogue: topic passage + every retrieved passage (skipped without
-    ../shared/data/real)."""
-    import json
-
-    from conftest import real_file
-
-    pools = []
-    for dialog in json.loads(real_file("wizard_of_wikipedia", "original_examples.json").read_text()):
-        seen = {dialog["chosen_topic"]: dialog["chosen_topic_passage"]}
-        for turn in dialog["dialog"]:
-            for passage in turn.get("retrieved_passages", []):
-                for title, sentences in passage.items():
-                    seen.setdefault(title, sentences)
-        pools.append(list(seen.items()))
-    return pools
-
-
 def _sweep(pools, parser, options, coref="rule"):
     """Extend passage by passage; compare every step with a rebuild. Returns (steps
     compared, steps where an approximation was used)."""
@@ -196,7 +178,8 @@ def test_extend_equals_rebuild_on_synthetic_biographies(dep, tmp_path):
 def test_extend_passage_by_passage_equals_rebuild_on_real_wow(dep):
     from parlai_docgraph.graphs.parsers.dep import DepParser
 
-    pools = [pool[:15] for pool in _real_dialogue_pools()]  # a rebuild per step: quadratic
+    pools = [pool[:15] for pool in knowledge_pools(
+        real_file("wizard_of_wikipedia", "original_examples.json"))]  # a rebuild per step: quadratic
     compared, approximated = _sweep(pools, DepParser(memo_size=5000), {})
     assert compared >= 60 and approximated <= compared // 20
 
