@@ -68,17 +68,10 @@ def test_one_recipe_per_table_row(book):
 
 def test_every_recipe_resolves_through_parlai(book):
     """Each run's stages parse with the stock scripts' parsers (agent + teacher options);
-    every hparam equals the resolved opt; unresolvable recipes are exactly the declared needs."""
+    every hparam equals the resolved opt."""
     runs = {book.run_of(n).name for n in book.recipes}
     for name in sorted(runs):
-        problems = rs.check_recipe(book, name)
-        if book.get(name).needs:
-            # once the options exist (branch i12a merged), drop the recipe's needs: and run
-            # parlai-docgraph recipes readme
-            assert problems, f"{name} resolves now: remove its 'needs' from recipes.yaml"
-            assert rs.expected_missing(book, name, problems), (name, problems)
-        else:
-            assert problems == [], problems
+        assert rs.check_recipe(book, name) == [], name
 
 
 def test_check_catches_wrong_values_and_unknown_options(tmp_path, book):

@@ -14,9 +14,7 @@ runs the commands (:mod:`parlai_docgraph.scripts.recipes`) and
 (``all``: every stage, ``eval``: every ``eval*`` stage); ``KEY@STAGE`` lets one key have a
 different value per stage. Recipe fields: ``same_as`` (the row is the same run as another recipe: no stages of its own),
 ``requires`` (recipes whose model files its stages read, e.g. a pipeline evaluation of a
-trained selector and responder), ``needs`` (option names the installed agents do not have
-yet; such recipes are listed but refused by ``run``), ``deviations`` (what differs from the
-paper and why). Placeholders ``{datapath}`` and ``{runs}`` in arguments are filled in by
+trained selector and responder), ``deviations`` (what differs from the paper and why). Placeholders ``{datapath}`` and ``{runs}`` in arguments are filled in by
 :meth:`RecipeBook.commands`.
 """
 
@@ -93,7 +91,6 @@ class Recipe:
     model: str = ""
     same_as: Optional[str] = None
     requires: Tuple[str, ...] = ()
-    needs: Tuple[str, ...] = ()
     note: Optional[str] = None
     stages: Dict[str, List[str]] = field(default_factory=dict)
     hparams: Tuple[HParam, ...] = ()
@@ -176,13 +173,6 @@ class RecipeBook:
         visit(name, True)
         return out
 
-    def plan_needs(self, name: str) -> List[str]:
-        """Options missing for any recipe in ``name``'s plan (its own and required runs)."""
-        out: List[str] = []
-        for rec in dict.fromkeys(r for r, _, _ in self.plan(name)):
-            out += [n for n in self.recipes[rec].needs if n not in out]
-        return out
-
 
 # ---------------------------------------------------------------------- loading
 def _need(entry: dict, key: str, where: str, kind: type = str) -> Any:
@@ -209,7 +199,7 @@ def _table(name: str, entry: dict, papers: Dict[str, dict], where: str) -> Table
 
 
 def _recipe(name: str, entry: dict, where: str) -> Recipe:
-    known = {"table", "row", "model", "same_as", "requires", "needs", "note", "stages",
+    known = {"table", "row", "model", "same_as", "requires", "note", "stages",
              "hparams", "reported", "deviations"}
     unknown = set(entry) - known
     if unknown:
@@ -238,7 +228,7 @@ def _recipe(name: str, entry: dict, where: str) -> Recipe:
     return Recipe(
         name=name, table=_need(entry, "table", where), row=_need(entry, "row", where),
         model=entry.get("model", ""), same_as=entry.get("same_as"),
-        requires=tuple(entry.get("requires") or ()), needs=tuple(entry.get("needs") or ()),
+        requires=tuple(entry.get("requires") or ()),
         note=entry.get("note"), stages=stages, hparams=tuple(hparams),
         reported={k: float(v) for k, v in reported.items()},
         deviations=tuple(entry.get("deviations") or ()))

@@ -64,10 +64,8 @@ def defining_options(book: RecipeBook, recipe: Recipe) -> str:
     and the hparams that differ from theirs; or the hparams that the table's other training
     rows set differently or not at all.
     """
-    needs = book.plan_needs(recipe.name)
-    missing = ("; **not runnable yet**: needs " + ", ".join(f"`{n}`" for n in needs)) if needs else ""
     if recipe.same_as:
-        return f"same run as `{recipe.same_as}`" + missing
+        return f"same run as `{recipe.same_as}`"
     mine = {h.key: h.value for h in _main(recipe.hparams) if h.key not in NOT_DEFINING}
     if recipe.requires:
         theirs = {h.key: h.value for r in recipe.requires for h in _main(book.run_of(r).hparams)}
@@ -78,7 +76,7 @@ def defining_options(book: RecipeBook, recipe: Recipe) -> str:
         sets = [{h.key: repr(h.value) for h in _main(r.hparams)} for r in peers]
         parts = [_flag(k, v) for k, v in mine.items()
                  if not all(k in s for s in sets) or len({s[k] for s in sets}) > 1]
-    return ("; ".join(parts) if parts else recipe.model) + missing
+    return "; ".join(parts) if parts else recipe.model
 
 
 def _figure(value: float, digits: int) -> str:

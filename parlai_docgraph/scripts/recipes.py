@@ -134,9 +134,6 @@ def describe(book: rb.RecipeBook, name: str, datapath: str, runs: str) -> str:
         lines.append(f"# model: {run.model}")
     for note in filter(None, (recipe.note, run.note if run is not recipe else None)):
         lines.append(f"# note: {note}")
-    needs = book.plan_needs(name)
-    if needs:
-        lines.append(f"# NOT RUNNABLE YET: the installed agents lack {', '.join(needs)}")
     for rec, stage, argv in book.plan(name, datapath, runs):
         tag = stage if rec == run.name else f"{stage} of {rec} (required)"
         lines += [f"# {tag}", rb.shell_command(argv)]
@@ -160,8 +157,6 @@ def listing(book: rb.RecipeBook) -> str:
     for r in book.recipes.values():
         t = book.tables[r.table]
         extra = f"  (same run as {r.same_as})" if r.same_as else ""
-        needs = book.plan_needs(r.name)
-        extra += f"  [needs {', '.join(needs)}]" if needs else ""
         rows.append(f"{r.name:36s} {book.papers[t.paper]['short']} T{t.table}: {r.row}{extra}")
     return "\n".join(rows)
 
@@ -169,9 +164,6 @@ def listing(book: rb.RecipeBook) -> str:
 def run_recipe(book: rb.RecipeBook, name: str, datapath: str, runs: str, dry_run: bool) -> List[List[str]]:
     """Run (or, dry, list) ``name``'s plan with the stock parlai; the argvs that ran/would run."""
     run = book.run_of(name)
-    needs = book.plan_needs(name)
-    if needs and not dry_run:
-        raise rb.RecipeError(f"{name}: the installed agents lack options {needs}")
     done: List[List[str]] = []
     for rec, stage, argv in book.plan(name, datapath, runs):
         model_file = rb.option_value(argv, "-mf", "--model-file")
@@ -234,34 +226,14 @@ class Recipes(ParlaiScript):
         if action == "check":
             names = [name] if name else list(book.recipes)
             problems = {n: check_recipe(book, n) for n in names}
-            bad = {n: p for n, p in problems.items() if p and not expected_missing(book, n, p)}
-            stale = [n for n in names if book.run_of(n).needs and not problems[n]]
             for n in names:
-                status = "ok" if not problems[n] else ("needs " + ", ".join(book.run_of(n).needs)
-                                                       if n not in bad else "FAILED")
-                if n in stale:
-                    status = "FAILED: resolves now, remove its 'needs' from the recipe file"
-                print(f"{n:36s} {status}")
-                for p in bad.get(n, []):
+                print(f"{n:36s} {'FAILED' if problems[n] else 'ok'}")
+                for p in problems[n]:
                     print(f"    {p}")
-            if bad or stale:
+            if any(problems.values()):
                 sys.exit(1)
             return problems
         return readme_action(book, opt["readme"], bool(opt["check"]))
-
-
-def expected_missing(book: rb.RecipeBook, name: str, problems: Sequence[str]) -> bool:
-    """True when ``problems`` are exactly the unknown options the recipe declares in ``needs``."""
-    needs = set(book.run_of(name).needs)
-    if not needs:
-        return False
-    found = set()
-    for p in problems:
-        m = re.search(r"unknown options \[(.*)\]", p)
-        if not m:
-            return False
-        found |= {s.strip().strip("'\"") for s in m.group(1).split(",")}
-    return found == needs
 
 
 def readme_action(book: rb.RecipeBook, path: str, check_only: bool) -> Tuple[bool, str]:
