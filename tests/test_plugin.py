@@ -12,6 +12,8 @@ import textwrap
 from pathlib import Path
 
 
+import pytest
+
 from conftest import offline_env, run_cli
 
 
@@ -139,3 +141,47 @@ def test_saved_opt_is_fully_qualified(tmp_path, datapath):
     Path(f"{mf}.opt").write_text(json.dumps(opt))
     broken = run_cli(evaluate, cwd=tmp_path, env={"PYTHONPATH": str(tmp_path)})
     assert broken.returncode != 0
+
+
+def test_every_torch_agent_loads_checkpoints_weights_only(tmp_path, monkeypatch):
+    """
+    ParlAI's ``TorchAgent.load`` hands its pickle module to ``torch.load``, which turns the
+    weights-only default off; every torch agent of the package loads through
+    ``WeightsOnlyLoadMixin`` instead, falling back (with a warning) only for a file that
+    needs full unpickling.
+    """
+    import pickle
+
+    import torch
+    from parlai.core.torch_agent import TorchAgent
+
+    from parlai_docgraph.agents.base import WeightsOnlyLoadMixin
+    from parlai_docgraph.agents.gpt2_responder import GPT2ResponderAgent
+    from parlai_docgraph.agents.graph_selector import GraphSelectorAgent
+    from parlai_docgraph.agents.gsr import GSRAgent
+
+    for cls in (GraphSelectorAgent, GPT2ResponderAgent, GSRAgent):
+        assert cls.load is WeightsOnlyLoadMixin.load, cls
+
+    class Parent:
+        def load(self, path):
+            self.fallback = path
+            return {"fallback": True}
+
+    class Agent(WeightsOnlyLoadMixin, Parent):
+        def load_state_dict(self, state):
+            self.state = state
+
+    plain, unsafe = tmp_path / "plain", tmp_path / "unsafe"
+    torch.save({"model": {"w": torch.ones(2)}, "number_training_updates": 3}, plain)
+    torch.save({"model": {"w": torch.ones(2)}, "extra": TorchAgent}, unsafe)  # a class: code
+    calls = []
+    real_load = torch.load
+    monkeypatch.setattr(torch, "load", lambda *a, **k: calls.append(k) or real_load(*a, **k))
+    agent = Agent()
+    assert agent.load(str(plain))["number_training_updates"] == 3
+    assert torch.equal(agent.state["w"], torch.ones(2)) and not hasattr(agent, "fallback")
+    assert calls[-1].get("weights_only") is True
+    assert Agent().load(str(unsafe)) == {"fallback": True}
+    with pytest.raises(pickle.UnpicklingError):
+        real_load(str(unsafe), weights_only=True)

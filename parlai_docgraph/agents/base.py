@@ -4,6 +4,7 @@ Behaviour every parlai-docgraph agent shares.
 
 from __future__ import annotations
 
+from typing import Any, Dict
 
 from parlai.core.opt import Opt
 
@@ -48,3 +49,33 @@ class FullyQualifiedOptMixin:
     def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
         opt_from_disk = super().upgrade_opt(opt_from_disk)
         return cls.qualify_opt(opt_from_disk)
+
+
+class WeightsOnlyLoadMixin:
+    """
+    Load checkpoints with ``torch.load(weights_only=True)`` (tensors and plain containers
+    only: a file cannot run code while loading); a checkpoint that needs full unpickling
+    (e.g. written by an older ParlAI with numpy scalars in it) falls back to ParlAI's
+    loader with a warning. ParlAI's own ``TorchAgent.load`` passes its pickle module to
+    ``torch.load``, which turns torch's weights-only default off. Every torch agent of this
+    package puts this mixin before its ParlAI base.
+    """
+
+    def load(self, path: str) -> Dict[str, Any]:
+        import pickle
+
+        import torch
+        from parlai.utils import logging
+        from parlai.utils.io import PathManager
+
+        try:
+            with PathManager.open(path, "rb") as f:
+                states = torch.load(f, map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError as e:
+            logging.warning(f"{path} needs full unpickling (only load files you trust): {str(e).splitlines()[0]}")
+            return super().load(path)  # type: ignore[misc]
+        if "model" in states:
+            self.load_state_dict(states["model"])  # type: ignore[attr-defined]
+        if "optimizer" in states and hasattr(self, "optimizer"):
+            self.optimizer.load_state_dict(states["optimizer"])  # type: ignore[attr-defined]
+        return states

@@ -55,8 +55,8 @@ from parlai.utils import logging
 
 from parlai_docgraph.models import chat
 
-from .base import FullyQualifiedOptMixin
-from .lm_adapters import WeightsOnlyLoadMixin, add_adapter_args, adapt_lm, lm_dtype
+from .base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
+from .lm_adapters import add_adapter_args, adapt_lm, lm_dtype
 from .selector_messages import NO_PASSAGE
 
 HF_SUFFIX = ".hf"

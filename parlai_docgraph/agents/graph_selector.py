@@ -55,7 +55,7 @@ from parlai.core.torch_ranker_agent import TorchRankerAgent
 
 from ..graphs.cache import default_store_root
 from ..graphs.embed import encoder_limit
-from .base import FullyQualifiedOptMixin
+from .base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
 from .selector_background import BACKGROUNDS, EpisodeBackground
 from .selector_batch import (
     MULTILEVEL_ABLATIONS, TEXT_ONLY_VARIANTS, VARIANT_BUILD_OPTIONS, GraphProvider,
@@ -74,7 +74,7 @@ from .selector_prior import SimilarityPrior, add_prior_args
 from .selector_select import SelectMixin
 
 
-class GraphSelectorAgent(FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
+class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
     """
     Ranks knowledge sentences with an edge-aware graph attention network over the
     dialog-aware document graph (Li et al., 2022) and its baselines; see the module

@@ -37,11 +37,11 @@ from parlai.core.params import ParlaiParser
 from parlai.core.torch_generator_agent import PPLMetric, TorchGeneratorAgent
 from parlai.utils import logging
 
-from .base import FullyQualifiedOptMixin
+from .base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
 from .gpt2_responder import HF_SUFFIX, ResponderDictionaryAgent, saved_hf_dir
 from .gsr_eval import GSREvalMixin
 from .gsr_inputs import GSRInputs, make_linearizer
-from .lm_adapters import WeightsOnlyLoadMixin, add_adapter_args, adapt_lm, lm_dtype
+from .lm_adapters import add_adapter_args, adapt_lm, lm_dtype
 
 STAGES = ("pretrain", "retrieve", "respond", "all")
 CONSTRAINTS = ("none", "hard", "connection", "katz")

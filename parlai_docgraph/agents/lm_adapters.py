@@ -5,7 +5,8 @@ ParlAI options for LoRA and bf16, shared by ``-m docgraph/gpt2_responder`` (and 
 
 A checkpoint trained with ``--lora-r > 0`` stores the peft-wrapped state (frozen base
 weights, adapters, new-token rows) and its ``.opt`` records the LoRA options, so
-``eval_model`` / ``interactive`` with ``-mf`` rebuild the same wrapper before loading.
+``eval_model`` / ``interactive`` with ``-mf`` rebuild the same wrapper before loading
+(weights only: :class:`~.base.WeightsOnlyLoadMixin`).
 """
 
 from __future__ import annotations
@@ -73,29 +74,3 @@ def adapt_lm(lm: nn.Module, opt: Opt, new_token_ids: Sequence[int] = ()) -> nn.M
         logging.info(f"LoRA r={settings.r} alpha={settings.alpha} on "
                      f"{sorted(lm.peft_config['default'].target_modules)}: {trainable_summary(lm)}")
     return lm
-
-
-class WeightsOnlyLoadMixin:
-    """
-    Load checkpoints with ``torch.load(weights_only=True)`` (tensors and plain containers
-    only: a file cannot run code while loading); a checkpoint that needs full unpickling
-    (e.g. written by an older ParlAI with numpy scalars in it) falls back to ParlAI's
-    loader with a warning.
-    """
-
-    def load(self, path: str):
-        import pickle
-
-        from parlai.utils.io import PathManager
-
-        try:
-            with PathManager.open(path, "rb") as f:
-                states = torch.load(f, map_location="cpu", weights_only=True)
-        except pickle.UnpicklingError as e:
-            logging.warning(f"{path} needs full unpickling (only load files you trust): {str(e).splitlines()[0]}")
-            return super().load(path)  # type: ignore[misc]
-        if "model" in states:
-            self.load_state_dict(states["model"])  # type: ignore[attr-defined]
-        if "optimizer" in states and hasattr(self, "optimizer"):
-            self.optimizer.load_state_dict(states["optimizer"])  # type: ignore[attr-defined]
-        return states
