@@ -34,7 +34,7 @@ class SelectMixin:
         if not cands:
             raise ValueError("select() needs at least one candidate or passage sentence")
         fields = collate_examples(self.graphs, [pool], [cands], [-2], [context],
-                                  self.tokenizer, self.opt.get("pair_truncate", 256),
+                                  self.tokenizer, self._pair_limit(),
                                   path_hops=self.opt.get("path_hops", 2),
                                   path_max_tuples=self.opt.get("path_max_tuples", 10) or None,
                                   input_format=self.opt.get("input_format", "li"))
