@@ -29,10 +29,13 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .embed_cache import EmbeddingCache, describe_encoder
 from .schema import DocumentGraph
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 CacheArg = Optional[Union[EmbeddingCache, str, Path]]
 #: text pooling modes of sentence/title nodes and of the Eq. 1 context vector
@@ -63,6 +66,26 @@ def encoder_pooling(model_dir: Optional[str]) -> str:
         if config.get("pooling_mode_mean_tokens") and not config.get("pooling_mode_cls_token"):
             return "mean"
     return "cls"
+
+
+def pool_tokens(hidden: "Tensor", mask: Optional["Tensor"], mode: str = "cls") -> "Tensor":
+    r"""
+    One vector per sequence of ``hidden`` (``[B, T, D]``): ``cls``, the first token
+    :math:`h_1` (Li et al. Eq. 1 with RoBERTa), or ``mean``,
+    :math:`\sum_j m_j h_j / \sum_j m_j` over the attention mask :math:`m` (``[B, T]``; all
+    ones when ``None``), the pooling sentence-transformers encoders are trained with.
+    A ``[B, D]`` input is returned as it is.
+    """
+    if hidden.dim() != 3:
+        return hidden
+    if mode == "cls":
+        return hidden[:, 0]
+    if mode != "mean":
+        raise ValueError(f"pooling must be 'cls' or 'mean', got {mode!r}")
+    if mask is None:
+        return hidden.mean(dim=1)
+    m = mask.to(hidden.dtype).unsqueeze(-1)
+    return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp_min(1.0)
 
 
 @dataclass
@@ -164,16 +187,16 @@ def embed_graph(
     vectors = torch.zeros(len(graph.nodes), dim)
     fallback: List[Tuple[int, int]] = []
 
-    def first(text: str) -> Any:
+    def text_vector(text: str) -> Any:
         """The text's vector: first token or mean over its (unpadded) tokens."""
         hidden = states[text][0]
         if not len(hidden):
             return torch.zeros(dim)
-        return hidden.mean(dim=0) if pooling == "mean" else hidden[0]
+        return pool_tokens(hidden[None], None, pooling)[0]
 
     for node in graph.nodes:
         if node.type in ("sentence", "passage", "topic"):
-            vectors[node.id] = first(node.text)
+            vectors[node.id] = text_vector(node.text)
         else:
             picked = []
             for s, start, end in node.mentions:
@@ -186,7 +209,7 @@ def embed_graph(
             if picked:
                 vectors[node.id] = torch.cat(picked).mean(dim=0)
             else:
-                vectors[node.id] = first(sentences[node.sentence])
+                vectors[node.id] = text_vector(sentences[node.sentence])
                 fallback.append((node.id, node.sentence))
     return NodeEmbeddings(vectors=vectors, fallback=fallback)
 
@@ -208,8 +231,7 @@ def mean_pooled(texts: Sequence[str], encoder: Any, tokenizer: Any, *, max_lengt
     mask = enc["attention_mask"].to(device)
     hidden = encoder(input_ids=enc["input_ids"].to(device),
                      attention_mask=mask).last_hidden_state.float()
-    pooled = (hidden * mask.unsqueeze(-1)).sum(1)
-    return torch.nn.functional.normalize(pooled, dim=-1)
+    return torch.nn.functional.normalize(pool_tokens(hidden, mask, "mean"), dim=-1)
 
 
 def sentence_vectors(

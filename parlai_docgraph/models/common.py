@@ -11,27 +11,8 @@ import torch
 from torch import Tensor
 from torch_geometric.utils import scatter
 
+from ..graphs.embed import pool_tokens  # noqa: F401  (the models pool with it)
 from ..graphs.schema import DocumentGraph, Node
-
-
-def pool_tokens(hidden: Tensor, mask: Optional[Tensor], mode: str = "cls") -> Tensor:
-    r"""
-    One vector per sequence of ``hidden`` (``[B, T, D]``): ``cls``, the first token
-    :math:`h_1` (Li et al. Eq. 1 with RoBERTa), or ``mean``,
-    :math:`\sum_j m_j h_j / \sum_j m_j` over the attention mask :math:`m` (``[B, T]``; all
-    ones when ``None``), the pooling sentence-transformers encoders are trained with.
-    A ``[B, D]`` input is returned as it is.
-    """
-    if hidden.dim() != 3:
-        return hidden
-    if mode == "cls":
-        return hidden[:, 0]
-    if mode != "mean":
-        raise ValueError(f"pooling must be 'cls' or 'mean', got {mode!r}")
-    if mask is None:
-        return hidden.mean(dim=1)
-    m = mask.to(hidden.dtype).unsqueeze(-1)
-    return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp_min(1.0)
 
 
 def segment_log_softmax(logits: Tensor, index: Tensor, num_segments: int) -> Tensor:
