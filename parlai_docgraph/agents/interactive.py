@@ -1,13 +1,9 @@
 """
 Interactive use of the ``-m docgraph`` pipeline over the user's own documents.
 
-* :func:`read_document`: one text / Markdown file -> passages. Paragraphs (blocks separated
-  by blank lines) are passages; a paragraph's title is its Markdown heading (``# ...``) or,
-  failing that, the document's title: its first heading, else its first line when that
-  line is short and has no final punctuation, else the file name. Each Markdown list item
-  (``-``, ``*``, ``+``, ``1.``) is split on its own, its marker dropped, so a table-like list
-  gives one sentence per item; other lines are joined and split by spaCy's rule-based
-  ``sentencizer``.
+* :func:`read_document`: one text / Markdown file -> passages, read as
+  :func:`~parlai_docgraph.graphs.corpus.document_passages` reads documents (the reader
+  ``build_graphs --corpus`` uses too), the file name the default title.
 * :func:`load_documents`: several files; a missing, unreadable or empty one yields a clear
   message instead of stopping the session.
 * :func:`check_user_text`: empty and over-long user turns.
@@ -19,53 +15,13 @@ Interactive use of the ``-m docgraph`` pipeline over the user's own documents.
 from __future__ import annotations
 
 import os
-import re
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..atomic import write_text_atomic
+from ..graphs.corpus import document_passages, split_sentences  # noqa: F401  (re-exported)
 
 Passages = List[Tuple[str, List[str]]]
-HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
-LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+")
-TITLE_MAX_CHARS = 80
-
-
-@lru_cache(maxsize=1)
-def _sentencizer():
-    import spacy
-
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    return nlp
-
-
-def split_sentences(text: str) -> List[str]:
-    """The sentences of ``text`` (spaCy's punctuation-based ``sentencizer``)."""
-    text = " ".join(text.split())
-    return [s.text.strip() for s in _sentencizer()(text).sents if s.text.strip()]
-
-
-def _units(lines: Sequence[str]) -> List[str]:
-    """The lines of a block grouped into list items (markers dropped) and running text."""
-    units: List[str] = []
-    item = False
-    for line in lines:
-        marker = LIST_ITEM.match(line)
-        if marker:
-            units.append(line[marker.end():])
-        elif units and not item or units and line.startswith((" ", "\t")):
-            units[-1] += " " + line
-        else:
-            units.append(line)
-        item = bool(marker) or item and line.startswith((" ", "\t"))
-    return units
-
-
-def _looks_like_title(line: str) -> bool:
-    line = line.strip()
-    return 0 < len(line) <= TITLE_MAX_CHARS and line[-1] not in ".!?;:,"
 
 
 def read_document(path: str) -> Passages:
@@ -74,31 +30,9 @@ def read_document(path: str) -> Passages:
     ``FileNotFoundError`` / ``ValueError`` (no text) name the file.
     """
     text = Path(path).read_text(encoding="utf-8")
-    blocks = [b.strip("\n") for b in re.split(r"\n\s*\n", text) if b.strip()]
-    if not blocks:
+    if not text.strip():
         raise ValueError(f"{path}: the document has no text")
-    doc_title = Path(path).stem
-    first = blocks[0].splitlines()[0]
-    heading = HEADING.match(first)
-    if heading:
-        doc_title = heading.group(1)
-    elif _looks_like_title(first):
-        doc_title = first.strip()
-    passages: Passages = []
-    title = doc_title
-    for block in blocks:
-        lines = block.splitlines()
-        heading = HEADING.match(lines[0])
-        if heading:
-            title = heading.group(1) or doc_title
-            lines = lines[1:]
-        elif block is blocks[0] and _looks_like_title(lines[0]) and len(lines) > 1:
-            lines = lines[1:]
-        elif block is blocks[0] and _looks_like_title(lines[0]):
-            continue  # a title line alone
-        sentences = [s for unit in _units(lines) for s in split_sentences(unit)]
-        if sentences:
-            passages.append((title, sentences))
+    passages = document_passages(text, Path(path).stem)
     if not passages:
         raise ValueError(f"{path}: the document has headings but no sentences")
     return passages

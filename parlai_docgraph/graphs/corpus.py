@@ -1,17 +1,23 @@
 """
-Plain document corpora as knowledge pools (``build_graphs --corpus PATH``).
+Plain documents as knowledge pools: one reader for ``parlai interactive --documents``,
+the browser chat, ``docgraph:docqa`` and ``build_graphs --corpus PATH``, so a graph built
+ahead of time is the graph the agent builds for the same file.
 
-A corpus is a folder of ``.txt`` / ``.md`` files (searched recursively, in path order) or a
-JSONL file of ``{"title": str, "text": str}`` objects (one document per line). Each
-document becomes one pool ``[(title, [sentence, ...]), ...]``: paragraphs (separated by
-blank lines) are passages; in Markdown a heading line (``# ...``) titles the paragraphs that
-follow it, otherwise the title is the document's (file name without suffix, or the JSONL
-``title``). Sentences are split by spaCy's rule-based ``sentencizer`` (punctuation rules,
-no model).
+:func:`document_passages`: one text / Markdown document -> ``[(title, [sentence, ...]),
+...]``. Paragraphs (blocks separated by blank lines) are passages; a paragraph's title is
+its Markdown heading (``# ...``) or, failing that, the document's title: its first heading,
+else its first line when that line is short and has no final punctuation, else the given
+default (the file name, or a JSONL row's ``title``). Each Markdown list item (``-``, ``*``,
+``+``, ``1.``) is split on its own, its marker dropped, so a table-like list gives one
+sentence per item; other lines are joined and split by spaCy's rule-based ``sentencizer``
+(punctuation rules, no model).
 
-Bad input loses nothing else: :func:`read_corpus` yields ``(where, pool_or_None, error)``
-with ``where`` = ``file`` or ``file:line``, so a malformed JSONL row or an unreadable file
-is reported with its place and the rest of the corpus is still built.
+A corpus (:func:`read_corpus`) is a folder of ``.txt`` / ``.md`` files (searched
+recursively, in path order) or a JSONL file of ``{"title": str, "text": str}`` objects (one
+document per line), each document one pool. Bad input loses nothing else: it yields
+``(where, pool_or_None, error)`` with ``where`` = ``file`` or ``file:line``, so a malformed
+JSONL row or an unreadable file is reported with its place and the rest of the corpus is
+still built.
 """
 
 from __future__ import annotations
@@ -20,11 +26,13 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Tuple, Union
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 Pool = List[Tuple[str, List[str]]]
 SUFFIXES = (".txt", ".md", ".markdown")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+")
+TITLE_MAX_CHARS = 80
 
 
 @lru_cache(maxsize=1)
@@ -37,35 +45,64 @@ def _sentencizer() -> Any:
 
 
 def split_sentences(text: str) -> List[str]:
-    """The sentences of one paragraph (whitespace inside them collapsed)."""
+    """The sentences of ``text`` (spaCy's punctuation-based ``sentencizer``; whitespace
+    inside them collapsed)."""
     text = " ".join(text.split())
     if not text:
         return []
     return [s.text.strip() for s in _sentencizer()(text).sents if s.text.strip()]
 
 
-def document_pool(title: str, text: str) -> Pool:
-    """One document's pool: a passage per paragraph, Markdown headings as titles."""
-    pool: Pool = []
-    current, lines = title, []
-
-    def flush() -> None:
-        sentences = split_sentences(" ".join(lines))
-        if sentences:
-            pool.append((current, sentences))
-        lines.clear()
-
-    for line in text.splitlines():
-        heading = _HEADING.match(line)
-        if heading:
-            flush()
-            current = heading.group(1) or title
-        elif not line.strip():
-            flush()
+def _units(lines: Sequence[str]) -> List[str]:
+    """The lines of a block grouped into list items (markers dropped) and running text."""
+    units: List[str] = []
+    item = False
+    for line in lines:
+        marker = LIST_ITEM.match(line)
+        if marker:
+            units.append(line[marker.end():])
+        elif units and not item or units and line.startswith((" ", "\t")):
+            units[-1] += " " + line
         else:
-            lines.append(line)
-    flush()
-    return pool
+            units.append(line)
+        item = bool(marker) or item and line.startswith((" ", "\t"))
+    return units
+
+
+def _looks_like_title(line: str) -> bool:
+    line = line.strip()
+    return 0 < len(line) <= TITLE_MAX_CHARS and line[-1] not in ".!?;:,"
+
+
+def document_passages(text: str, default_title: str) -> Pool:
+    """``[(title, [sentence, ...]), ...]`` of one document (see the module docstring);
+    ``[]`` when it has no sentences."""
+    blocks = [b.strip("\n") for b in re.split(r"\n\s*\n", text) if b.strip()]
+    if not blocks:
+        return []
+    doc_title = default_title
+    first = blocks[0].splitlines()[0]
+    heading = HEADING.match(first)
+    if heading:
+        doc_title = heading.group(1) or default_title
+    elif _looks_like_title(first):
+        doc_title = first.strip()
+    passages: Pool = []
+    title = doc_title
+    for block in blocks:
+        lines = block.splitlines()
+        heading = HEADING.match(lines[0])
+        if heading:
+            title = heading.group(1) or doc_title
+            lines = lines[1:]
+        elif block is blocks[0] and _looks_like_title(lines[0]) and len(lines) > 1:
+            lines = lines[1:]
+        elif block is blocks[0] and _looks_like_title(lines[0]):
+            continue  # a title line alone
+        sentences = [s for unit in _units(lines) for s in split_sentences(unit)]
+        if sentences:
+            passages.append((title, sentences))
+    return passages
 
 
 def read_corpus(path: Union[str, Path]) -> Iterator[Tuple[str, Optional[Pool], Optional[str]]]:
@@ -83,7 +120,7 @@ def read_corpus(path: Union[str, Path]) -> Iterator[Tuple[str, Optional[Pool], O
             except (OSError, UnicodeDecodeError) as exc:
                 yield where, None, f"unreadable file: {type(exc).__name__}: {exc}"
                 continue
-            pool = document_pool(file.stem, text)
+            pool = document_passages(text, file.stem)
             yield (where, pool, None) if pool else (where, None, "no sentences in this document")
         return
     if root.is_file() and root.suffix.lower() == ".jsonl":
@@ -100,7 +137,7 @@ def read_corpus(path: Union[str, Path]) -> Iterator[Tuple[str, Optional[Pool], O
                 except (ValueError, KeyError, TypeError) as exc:
                     yield where, None, f"malformed row (want {{\"title\", \"text\"}}): {exc}"
                     continue
-                pool = document_pool(title, text)
+                pool = document_passages(text, title)
                 yield (where, pool, None) if pool else (where, None, "no sentences in this document")
         return
     raise ValueError(f"--corpus {path}: expected a folder of .txt/.md files or a .jsonl file "
