@@ -38,3 +38,16 @@ def test_registered_with_a_workload_per_family():
     assert set(WORKLOADS) == set(PUBLISHED)
     gpt2_batch, prompt, reply = WORKLOADS["gpt2"][0]
     assert prompt + reply == 286  # the responder's --responder-max-length
+
+
+def test_benchmark_module_run_as_main_registers_again_without_clash():
+    """``python -m parlai_docgraph.scripts.bench_gsr`` defines its benchmark a second time
+    (as ``__main__``): the same function is no clash; another function under the name is."""
+    import runpy
+
+    from parlai_docgraph.scripts import bench, bench_gsr
+
+    runpy.run_module("parlai_docgraph.scripts.bench_gsr", run_name="not_main")
+    assert bench.BENCHMARKS["gsr"].__qualname__ == bench_gsr.gsr_benchmark.__qualname__
+    with pytest.raises(ValueError, match="already registered"):
+        bench.register_benchmark("gsr")(lambda quick=False: {})

@@ -46,7 +46,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .bench import BENCHMARKS, register_benchmark
+from .bench import register_benchmark
 
 GB = 1024 ** 3
 #: name -> (sequence shapes (full), shapes (quick)); a shape is (batch, source, target)
@@ -245,13 +245,10 @@ def family_benchmark(quick: bool = False, names: Optional[Sequence[str]] = None,
     return out
 
 
+@register_benchmark("families")
 def families_benchmark(quick: bool = False) -> Dict[str, Any]:
     """Issue 12: seconds per training step and peak memory of each full-size family."""
     return family_benchmark(quick)
-
-
-if "families" not in BENCHMARKS:  # ``python -m`` and spawned children import this twice
-    register_benchmark("families")(families_benchmark)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
