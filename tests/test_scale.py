@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from conftest import knowledge_pools, real_file, teacher_acts
+from conftest import knowledge_pools, real_file, run_cli, teacher_acts
 from parlai_docgraph.graphs import build_document_graph
 from parlai_docgraph.graphs.parse_cache import CachedParser, ParseCache
 from parlai_docgraph.graphs.parsers import get_parser
@@ -248,3 +248,27 @@ def test_build_graphs_from_a_plain_corpus_reports_bad_rows(tmp_path):
     assert where == [f"{rows}:2"] and "malformed row" in reason
     with pytest.raises(ValueError, match="folder of .txt/.md"):
         BuildGraphs.main("--corpus", str(docs / "notes.csv"), "--datapath", str(tmp_path / "dp3"))
+
+
+def test_readme_corpus_command_runs_as_written(tmp_path):
+    """README "Scale": ``parlai-docgraph build_graphs --corpus my_docs/ --datapath data``,
+    run as written in a folder holding ``my_docs/``; the graph it stores is the one built
+    from the document as ``--documents`` reads it (one reader for both)."""
+    from parlai_docgraph.agents.interactive import read_document
+    from parlai_docgraph.graphs.cache import GraphStore
+    from parlai_docgraph.graphs.spec import GraphSpec
+    from parlai_docgraph.scripts.build_graphs import store_root
+
+    docs = tmp_path / "my_docs"
+    docs.mkdir()
+    (docs / "keeper.md").write_text(
+        "Lighthouse notes\n\n# Duties\n- Trim the wick.\n- Wind the clock\n\nThe keeper logs "
+        "the weather. He writes it down at dawn.\n", encoding="utf-8")
+    out = run_cli(["parlai-docgraph", "build_graphs", "--corpus", "my_docs/", "--datapath", "data"],
+                  cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    pool = read_document(str(docs / "keeper.md"))
+    assert pool == [("Duties", ["Trim the wick.", "Wind the clock"]),
+                    ("Duties", ["The keeper logs the weather.", "He writes it down at dawn."])]
+    store = GraphStore(store_root(str(tmp_path / "data")))
+    assert store.load(GraphSpec().key(pool)).meta["num_sentences"] == 4
