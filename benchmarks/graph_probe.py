@@ -23,6 +23,7 @@ the first question); ``cls`` reads the first token of the frozen encoder,
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import time
@@ -63,7 +64,7 @@ def pooled(texts_a: List[str], texts_b: List[str], encoder, tokenizer) -> Dict[s
 
 def prepare(task: str, dialogues: int, pool: str, cache_dir: str) -> Dict[str, List]:
     """Per split, per turn: graph tensors, node features, candidate nodes, contexts, gold."""
-    path = os.path.join(cache_dir, f"{task}-{dialogues}.pt")
+    path = os.path.join(cache_dir, f"{task}-{dialogues}-v3.pt")
     if os.path.exists(path):
         data = torch.load(path, weights_only=False)
         return {split: [dict(r, x=r["x_" + pool], context=r["context_" + pool]) for r in rows]
@@ -72,6 +73,9 @@ def prepare(task: str, dialogues: int, pool: str, cache_dir: str) -> Dict[str, L
     from parlai_docgraph.agents.selector_encoder import load_encoder
     from parlai_docgraph.graphs.embed import embed_graph
     from parlai_docgraph.models.selector import concept_labels
+
+    from parlai_docgraph.agents.selector_prior import last_turn
+    from parlai_docgraph.models.relevance import node_relevance
 
     encoder, tokenizer = load_encoder("minilm-l6")
     encoder.eval()
@@ -89,11 +93,13 @@ def prepare(task: str, dialogues: int, pool: str, cache_dir: str) -> Dict[str, L
             gold = flat.index(tuple(turn.gold))
             ctx = pooled(lines, [turn.text] * len(lines), encoder, tokenizer)
             lab = concept_labels(eg.graph, [gold])
+            question = provider.question_vectors([last_turn(turn.text)])[0]
             rows.append(dict(
                 x_cls=x["cls"], x_mean=x["mean"], edge_index=eg.tensors["edge_index"], node_type=eg.tensors["node_type"],
                 edge_type=eg.tensors["edge_type"], cand_node=eg.sentence_node.clone(),
                 context_cls=ctx["cls"], context_mean=ctx["mean"], gold=gold, concept_index=eg.concept_node.clone(),
-                concept_label=torch.tensor([lab.get(i, 0.0) for i in eg.concept_node.tolist()])))
+                concept_label=torch.tensor([lab.get(i, 0.0) for i in eg.concept_node.tolist()]),
+                relevance=node_relevance(eg.unit_x, question)))
         data[split] = rows
     os.makedirs(cache_dir, exist_ok=True)
     torch.save(data, path)
@@ -101,7 +107,8 @@ def prepare(task: str, dialogues: int, pool: str, cache_dir: str) -> Dict[str, L
 
 
 def collate(rows: List[Dict]) -> Dict:
-    keys = ("x", "edge_index", "node_type", "edge_type", "cand_node", "concept_index")
+    keys = ("x", "edge_index", "node_type", "edge_type", "cand_node", "concept_index",
+            "relevance")
     out = {k: [] for k in keys}
     c2e, ctx, gold, labels = [], [], [], []
     offset = 0
@@ -112,6 +119,7 @@ def collate(rows: List[Dict]) -> Dict:
         out["edge_type"].append(r["edge_type"])
         out["cand_node"].append(r["cand_node"] + offset)
         out["concept_index"].append(r["concept_index"] + offset)
+        out["relevance"].append(r["relevance"])
         labels.append(r["concept_label"])
         c2e.append(torch.full((r["cand_node"].numel(),), b, dtype=torch.long))
         ctx.append(r["context"])
@@ -123,13 +131,15 @@ def collate(rows: List[Dict]) -> Dict:
     return batch, torch.cat(labels)
 
 
-def run(data, variant: str, negatives: int, steps: int, lr: float, seed: int) -> float:
+def run(data, variant: str, negatives: int, steps: int, lr: float, seed: int,
+        relevance: bool = False) -> float:
     from parlai_docgraph.models.selector import DialogAwareSelector
 
     torch.manual_seed(seed)
     rng = random.Random(seed)
     dim = data["train"][0]["x"].size(1)
-    model = DialogAwareSelector(dim, dim, variant=variant, num_negatives=negatives)
+    model = DialogAwareSelector(dim, dim, variant=variant, num_negatives=negatives,
+                                relevance=relevance)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     gen = torch.Generator().manual_seed(seed)
     train = data["train"]
@@ -168,23 +178,25 @@ def main() -> None:
     parser.add_argument("--lr", default="2e-3")
     parser.add_argument("--steps", default="300")
     parser.add_argument("--seeds", default="0")
+    parser.add_argument("--relevance", default="false",
+                        help="comma-separated true/false: --node-relevance of the model")
     parser.add_argument("--cache-dir", default="/tmp/graph_probe")
     args = parser.parse_args()
     torch.set_num_threads(1)
     for pool in args.pool.split(","):
         data = prepare(args.task, args.dialogues, pool, args.cache_dir)
-        for variant in args.variants.split(","):
-            for k in args.negatives.split(","):
-                for lr in args.lr.split(","):
-                    for steps in args.steps.split(","):
-                        start = time.time()
-                        accs = [run(data, variant, int(k), int(steps), float(lr), int(s))
-                                for s in args.seeds.split(",")]
-                        print(f"task={args.task} pool={pool} variant={variant} negatives={k} "
-                              f"lr={lr} steps={steps} seeds={args.seeds} test_acc="
-                              f"{' '.join(f'{a:.3f}' for a, _ in accs)} train_acc="
-                              f"{' '.join(f'{b:.3f}' for _, b in accs)} "
-                              f"({time.time() - start:.0f}s)", flush=True)
+        grid = itertools.product(args.variants.split(","), args.negatives.split(","),
+                                 args.lr.split(","), args.relevance.split(","),
+                                 args.steps.split(","))
+        for variant, k, lr, rel, steps in grid:
+            start = time.time()
+            accs = [run(data, variant, int(k), int(steps), float(lr), int(s), rel == "true")
+                    for s in args.seeds.split(",")]
+            print(f"task={args.task} pool={pool} variant={variant} negatives={k} "
+                  f"relevance={rel} lr={lr} steps={steps} seeds={args.seeds} test_acc="
+                  f"{' '.join(f'{a:.3f}' for a, _ in accs)} train_acc="
+                  f"{' '.join(f'{b:.3f}' for _, b in accs)} "
+                  f"({time.time() - start:.0f}s)", flush=True)
 
 
 if __name__ == "__main__":

@@ -70,7 +70,7 @@ from .selector_encoder import (  # noqa: F401  (public names of this module)
 from .selector_input import add_format_tokens, add_input_format_args
 from .selector_messages import multi_reference_gold
 from .selector_optim import add_learning_rate_args, parameter_groups
-from .selector_prior import SimilarityPrior, add_prior_args
+from .selector_prior import SimilarityPrior, add_prior_args, last_turn
 from .selector_select import SelectMixin
 
 
@@ -174,6 +174,13 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                            help="keep the frozen node-encoder states on disk under "
                            "<datapath>/docgraph_cache/embeddings (keyed by encoder and text; "
                            "later runs load instead of encoding)")
+        group.add_argument(
+            "--node-relevance", type="bool", default=True,
+            help="add each document node's cosine relevance to the current turn (frozen "
+            "encoder, mean-pooled; QA-GNN's node relevance scoring) to its initial state, "
+            "so the graph carries which concepts and sentences match the turn to the "
+            "candidates (full, sentence, coref, homogeneous variants); false = Li et al.'s "
+            "model exactly (their recipes set it)")
         add_learning_rate_args(group)
         add_prior_args(group)
         group.add_argument("--graph-parser", type=str, default="dep",
@@ -198,6 +205,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         """Models saved before ``--encoder-pooling`` pooled the first token."""
         opt_from_disk = super().upgrade_opt(opt_from_disk)
         opt_from_disk.setdefault("encoder_pooling", "cls")
+        opt_from_disk.setdefault("node_relevance", False)  # models saved before it existed
         return opt_from_disk
 
     @staticmethod
@@ -269,9 +277,15 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                 concept_loss_weight=opt["concept_loss_weight"],
                 share_layers=opt["share_layers"], dropout=opt["selector_dropout"],
                 context_encoder=encoder, pooling=pooling,
+                relevance=self._uses_relevance(),
             )
         self.prior = self._build_prior(encoder, node_encoder)
         return model
+
+    def _uses_relevance(self) -> bool:
+        """``--node-relevance`` for a variant that reads it (Li's graph variants)."""
+        return bool(self.opt.get("node_relevance", True)) and self.opt["graph_variant"] in (
+            "full", "sentence", "coref", "homogeneous")
 
     def _build_prior(self, encoder, node_encoder) -> Optional[SimilarityPrior]:
         """``--similarity-prior`` over the shared (fine-tuned) or a frozen encoder."""
@@ -384,7 +398,9 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                                   self.tokenizer, self._pair_limit(), bases,
                                   self.opt.get("path_hops", 2),
                                   self.opt.get("path_max_tuples", 10) or None,
-                                  self.opt.get("input_format", "li"))
+                                  self.opt.get("input_format", "li"),
+                                  questions=([last_turn(ex.get("text") or "") for ex in exs]
+                                             if self._uses_relevance() else None))
         for key, value in fields.items():
             batch[key] = value
         batch["candidates"] = cands
@@ -422,7 +438,8 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             generator=self._gen,
             **({"node_passage": batch.get("graph_node_passage"),
                 "no_passage_index": batch.get("no_passage_index")}
-               if self.opt["graph_variant"] == "multilevel" else {}),
+               if self.opt["graph_variant"] == "multilevel" else
+               {"relevance": batch.get("graph_relevance")}),
         )
         return self._add_prior(batch, out)
 

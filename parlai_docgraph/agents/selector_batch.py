@@ -21,6 +21,7 @@ from torch import Tensor
 
 from ..graphs.concept_label import concept_label
 from ..graphs.schema import NODE_TYPE_ID, DocumentGraph
+from ..models.relevance import node_relevance
 from ..models.selector import concept_labels
 from .selector_input import encode_candidates
 from .selector_messages import (  # noqa: F401  (re-exported: the agent's message helpers)
@@ -77,7 +78,9 @@ class ExampleGraph:
     its own ``[no_passage_used]`` segment), ``x`` node features (``[N, dim]``, ``None`` for
     the text-only ``paths`` variant), ``sentence_node`` (``[S]`` node id of global sentence
     ``s``), ``concept_node`` (``[M]``: concept nodes, or word nodes of the multi-level
-    graph), ``no_passage`` (node id), ``node_passage`` (``[N]``) and the ``graph`` itself.
+    graph), ``no_passage`` (node id), ``node_passage`` (``[N]``), the ``graph`` itself and
+    ``unit_x`` (``[N, dim]`` unit-length mean-pooled node vectors for the question
+    relevance of :mod:`~parlai_docgraph.models.relevance`; zero row for the no-passage node).
     """
 
     tensors: Dict[str, Any]
@@ -87,6 +90,7 @@ class ExampleGraph:
     graph: DocumentGraph
     no_passage: int
     node_passage: Tensor
+    unit_x: Optional[Tensor] = None
 
     @property
     def no_passage_node(self) -> int:
@@ -194,12 +198,13 @@ class GraphProvider:
         graph = self.build(passages, base)
         tensors = graph.to_tensors()
         index = graph_index(graph)
-        x = None
+        x = unit = None
         if self.variant not in TEXT_ONLY_VARIANTS:
             from ..graphs.embed import embed_graph
 
-            x = embed_graph(graph, self.node_encoder, self.tokenizer,
-                            cache=self.embed_cache, pooling=self.pooling).vectors
+            emb = embed_graph(graph, self.node_encoder, self.tokenizer,
+                              cache=self.embed_cache, pooling=self.pooling)
+            x, unit = emb.vectors, torch.nn.functional.normalize(emb.mean_vectors, dim=-1)
         if self.builder == "multilevel":
             no_passage = int(graph.meta["no_passage_node"])
             words = index["word_node"]
@@ -211,14 +216,22 @@ class GraphProvider:
             tensors["num_nodes"] = no_passage + 1
             if x is not None:
                 x = torch.cat([x, x.new_zeros(1, x.size(1))])
+                unit = torch.cat([unit, unit.new_zeros(1, unit.size(1))])
             words = index["concept_node"]
             passage = torch.cat([index["node_passage"], torch.tensor([len(passages)])])
         item = ExampleGraph(tensors, x, index["sentence_node"], words, graph, no_passage,
-                            passage)
+                            passage, unit)
         self._memo[key] = item
         while len(self._memo) > self.memo_size:
             self._memo.popitem(last=False)
         return item
+
+
+    def question_vectors(self, turns: Sequence[str]) -> Tensor:
+        """``[B, dim]`` unit-length mean-pooled frozen-encoder vectors of ``turns``."""
+        from ..graphs.embed import sentence_vectors
+
+        return sentence_vectors(list(turns), self.node_encoder, self.tokenizer).cpu()
 
 
 def shuffled_order(n: int, rng: random.Random) -> List[int]:
@@ -253,6 +266,7 @@ def collate_examples(
     candidates: Sequence[Sequence[str]], gold: Sequence[int], contexts: Sequence[str],
     tokenizer: Any, max_length: int, bases: Optional[Sequence[Optional[Passages]]] = None,
     path_hops: int = 2, path_max_tuples: Optional[int] = 10, input_format: str = "li",
+    questions: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]:
     """
     Flat batch fields for ``B`` examples (candidates already in the order to score them).
@@ -269,6 +283,8 @@ def collate_examples(
     (multi-level: word nodes), ``concept_label`` ``[M]``, ``concept2example`` ``[M]``,
     ``no_passage_index`` ``[B]``; ``concept_texts`` (per example, the display names of its
     ``concept_index`` nodes in order, ``None`` for predicates and pronouns). ``cand_node`` is a zero vector without features.
+    With ``questions`` (one turn per example) and node features, ``graph_relevance`` ``[N]``:
+    each node's :func:`~parlai_docgraph.models.relevance.node_relevance` to its example's turn.
     """
     bases = list(bases) if bases is not None else [None] * len(passages)
     graphs = ([provider.get(pool, base) for pool, base in zip(passages, bases)]
@@ -298,9 +314,13 @@ def collate_examples(
         out["cand_node"] = torch.zeros(len(flat_cands), dtype=torch.long)
         return out
     xs, edges, ntypes, etypes, cand_node, concepts, labels, c2e = [], [], [], [], [], [], [], []
-    node_passage, no_passage, concept_texts = [], [], []
+    node_passage, no_passage, concept_texts, relevance = [], [], [], []
+    question = (provider.question_vectors(questions)
+                if questions is not None and graphs[0].unit_x is not None else None)
     offset = passage_base = 0
     for b, (eg, sent) in enumerate(zip(graphs, sents)):
+        if question is not None:
+            relevance.append(node_relevance(eg.unit_x, question[b]))
         cand_node += [offset + (int(eg.sentence_node[s]) if s >= 0 else eg.no_passage_node)
                       for s in sent]
         gold_sentences = [sent[gold[b]]] if gold[b] >= 0 and sent[gold[b]] >= 0 else []
@@ -330,4 +350,6 @@ def collate_examples(
         no_passage_index=torch.tensor(no_passage, dtype=torch.long),
         concept_texts=concept_texts,
     )
+    if question is not None:
+        out["graph_relevance"] = torch.cat(relevance)
     return out

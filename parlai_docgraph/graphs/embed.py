@@ -14,6 +14,10 @@ character offsets, then reads node vectors off the hidden states:
   spans, in the context of each mention's sentence (a merged concept averages all its
   mentions' tokens).
 
+Beside those, ``mean_vectors`` holds every node's *mean*-pooled vector (concept and word
+nodes: the same mention mean), whatever ``pooling`` is: the vectors that the question
+relevance of :mod:`parlai_docgraph.models.relevance` compares with the dialogue turn.
+
 Texts longer than the encoder's limit are truncated; a node none of whose span tokens
 survived (cut off by truncation, or characters the tokenizer drops) gets its sentence's
 pooled vector instead and is listed in ``fallback`` as (node id, sentence index). An
@@ -90,10 +94,15 @@ def pool_tokens(hidden: "Tensor", mask: Optional["Tensor"], mode: str = "cls") -
 
 @dataclass
 class NodeEmbeddings:
-    """``vectors``: float tensor N x dim (row = node id); ``fallback``: (node id, sentence)."""
+    """
+    ``vectors``: float tensor N x dim (row = node id, pooled by ``pooling``);
+    ``fallback``: (node id, sentence); ``mean_vectors``: N x dim, every text node mean-pooled
+    (equal to ``vectors`` with ``pooling="mean"``).
+    """
 
     vectors: Any
     fallback: List[Tuple[int, int]] = field(default_factory=list)
+    mean_vectors: Any = None
 
 
 def position_offset(encoder: Any) -> int:
@@ -185,18 +194,20 @@ def embed_graph(
     )
     dim = encoder.config.hidden_size
     vectors = torch.zeros(len(graph.nodes), dim)
+    means = torch.zeros(len(graph.nodes), dim)
     fallback: List[Tuple[int, int]] = []
 
-    def text_vector(text: str) -> Any:
+    def text_vector(text: str, mode: str = pooling) -> Any:
         """The text's vector: first token or mean over its (unpadded) tokens."""
         hidden = states[text][0]
         if not len(hidden):
             return torch.zeros(dim)
-        return pool_tokens(hidden[None], None, pooling)[0]
+        return pool_tokens(hidden[None], None, mode)[0]
 
     for node in graph.nodes:
         if node.type in ("sentence", "passage", "topic"):
             vectors[node.id] = text_vector(node.text)
+            means[node.id] = text_vector(node.text, "mean")
         else:
             picked = []
             for s, start, end in node.mentions:
@@ -207,11 +218,12 @@ def embed_graph(
                 if rows:
                     picked.append(hidden[rows])
             if picked:
-                vectors[node.id] = torch.cat(picked).mean(dim=0)
+                vectors[node.id] = means[node.id] = torch.cat(picked).mean(dim=0)
             else:
                 vectors[node.id] = text_vector(sentences[node.sentence])
+                means[node.id] = text_vector(sentences[node.sentence], "mean")
                 fallback.append((node.id, node.sentence))
-    return NodeEmbeddings(vectors=vectors, fallback=fallback)
+    return NodeEmbeddings(vectors=vectors, fallback=fallback, mean_vectors=means)
 
 
 def mean_pooled(texts: Sequence[str], encoder: Any, tokenizer: Any, *, max_length: int = 256

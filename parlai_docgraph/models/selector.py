@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from ..graphs.schema import EDGE_TYPES, NODE_TYPES, DocumentGraph
 from .common import example_offsets, pool_tokens, sample_negatives, segment_log_softmax
 from .egat import EGATConv
+from .relevance import RelevanceEmbedding
 
 VARIANTS: Tuple[str, ...] = ("full", "sentence", "coref", "homogeneous", "none")
 #: Type ids past the schema vocabularies for the context node and its edge to its sentence.
@@ -90,6 +91,10 @@ class DialogAwareSelector(nn.Module):
     projection. Graph edges are directed; ``add_reverse_edges`` adds each reversed, with
     its own type, so sentences also hear their concepts and context nodes their sentence.
 
+    With ``relevance`` (``--node-relevance``, :mod:`.relevance`), every document node's
+    :math:`h^0` also gets :math:`\mathrm{MLP}_\rho(\rho_v)`, its cosine relevance to the
+    current turn under the frozen encoder (QA-GNN's node relevance; not in Li et al.).
+
     Variants (``--graph-variant``): ``full``, ``sentence`` and ``coref`` differ only in the
     graph the builder makes (``sentence`` has no concept nodes, so no concept head);
     ``homogeneous`` gives every node and edge one type; ``none`` has no graph: Eq. 4 on
@@ -115,6 +120,7 @@ class DialogAwareSelector(nn.Module):
         dropout: float = 0.0,
         context_encoder: Optional[nn.Module] = None,
         pooling: str = "cls",
+        relevance: bool = False,
     ) -> None:
         super().__init__()
         if variant not in VARIANTS:
@@ -128,6 +134,7 @@ class DialogAwareSelector(nn.Module):
         self.context_proj = nn.Linear(context_dim or node_dim, hidden)
         self.use_graph = variant != "none" and num_layers > 0
         self.use_concepts = self.use_graph and variant != "sentence"
+        self.use_relevance = self.use_graph and relevance
         self.score_head = _mlp(2 * hidden if self.use_graph else hidden, hidden, 1)
         self.convs = nn.ModuleList()
         if self.use_graph:
@@ -135,6 +142,8 @@ class DialogAwareSelector(nn.Module):
             n_types = 1 if homogeneous else CONTEXT_NODE_TYPE + 1
             e_types = 1 if homogeneous else (CONTEXT_EDGE_TYPE + 1) * (1 + add_reverse_edges)
             self.node_proj = nn.Linear(node_dim, hidden)
+            if relevance:
+                self.relevance_emb = RelevanceEmbedding(hidden, type_dim)
             for _ in range(1 if share_layers else num_layers):
                 self.convs.append(EGATConv(hidden, n_types, e_types, type_dim, heads, dropout))
         if self.use_concepts:
@@ -173,6 +182,7 @@ class DialogAwareSelector(nn.Module):
         concept_index: Optional[Tensor] = None,
         gold: Optional[Tensor] = None,
         generator: Optional[torch.Generator] = None,
+        relevance: Optional[Tensor] = None,
     ) -> SelectorOutput:
         """
         Args:
@@ -188,6 +198,8 @@ class DialogAwareSelector(nn.Module):
             gold: ``[B]`` gold candidate index within each example's candidates. In training
                 mode with ``num_negatives > 0`` only the gold and k sampled negatives per
                 example are kept (and encoded); otherwise all candidates.
+            relevance: ``[N]`` :math:`\rho_v` of the document nodes (read when the model
+                was built with ``relevance``; ``None`` there: 0 for every node).
         """
         sample = self.training and gold is not None and self.num_negatives > 0
         keep = (sample_negatives(cand2example, gold, self.num_negatives, generator) if sample
@@ -206,7 +218,12 @@ class DialogAwareSelector(nn.Module):
             return SelectorOutput(self.score_head(h_ctx).squeeze(-1), keep, c2e, gold_flat,
                                   h_ctx.new_zeros(0), num_examples, offset)
         num_nodes, num_ctx = x.size(0), keep.numel()
-        h0 = torch.cat([self.node_proj(x), h_ctx])
+        h_nodes = self.node_proj(x)
+        if self.use_relevance:
+            if relevance is None:
+                relevance = x.new_zeros(num_nodes)
+            h_nodes = h_nodes + self.relevance_emb(relevance).to(h_nodes.dtype)
+        h0 = torch.cat([h_nodes, h_ctx])
         ctx_ids = num_nodes + torch.arange(num_ctx, device=x.device)
         ei = torch.cat([edge_index, torch.stack([ctx_ids, cand_node[keep]])], dim=1)
         et = torch.cat([edge_type, edge_type.new_full((num_ctx,), CONTEXT_EDGE_TYPE)])
