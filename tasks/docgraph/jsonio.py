@@ -28,17 +28,6 @@ def read_text(path: str) -> str:
         return f.read()
 
 
-def load_json(path: str) -> Any:
-    """
-    ``json.load`` with a located error message for syntax errors.
-    """
-    text = read_text(path)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DatasetFormatError(path, e.lineno, f"column {e.colno}", f"invalid JSON: {e.msg}")
-
-
 def iter_json_array(path: str) -> Iterator[Tuple[int, int, Any]]:
     """
     Yield ``(index, line, element)`` for each element of the top-level JSON array.
