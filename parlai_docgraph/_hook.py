@@ -157,3 +157,22 @@ def install() -> None:
         if isinstance(finder, DocgraphFinder) or type(finder).__name__ == "DocgraphFinder":
             return
     sys.meta_path.insert(0, DocgraphFinder())
+
+
+def apply() -> None:
+    """
+    Patch the ParlAI modules already imported and install the import hook.
+
+    For programs that imported ParlAI before this plugin (e.g. a notebook without the
+    ``.pth``); modules imported later are patched by the hook as they load. Does nothing
+    when ``PARLAI_DOCGRAPH_COMPAT=0``. (It lives here, not in :mod:`.compat`, so compat
+    stays a leaf the hook imports: compat never imports the hook.)
+    """
+    if not compat_enabled():
+        return
+    patches = importlib.import_module("parlai_docgraph.compat").PATCHES
+    for name, patch in patches.items():
+        module = sys.modules.get(name)
+        if module is not None:
+            patch(module)
+    install()

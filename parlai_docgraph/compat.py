@@ -197,7 +197,7 @@ def fix_distributed_cpu(module: ModuleType) -> None:
     module.dist = _Overlay(real_dist, init_process_group=init_process_group)
     module.torch = _Overlay(torch, cuda=_Overlay(torch.cuda, init=cuda_init))
     replaced = {real_context: distributed_context, real_gather: all_gather_list}
-    # also rebind ``from parlai.utils.distributed import ...`` done before apply()
+    # also rebind ``from parlai.utils.distributed import ...`` done before _hook.apply()
     for mod in [module] + [m for n, m in list(sys.modules.items()) if n.startswith("parlai.")]:
         for attr in ("distributed_context", "all_gather_list"):
             old = getattr(mod, attr, None)
@@ -315,21 +315,3 @@ SHIMS: Dict[str, Callable[[ModuleType], None]] = {
     "pkg_resources": shim_pkg_resources,
 }
 
-
-def apply() -> None:
-    """
-    Patch the ParlAI modules already imported and install the import hook.
-
-    For programs that imported ParlAI before this plugin (e.g. a notebook without the
-    ``.pth``); modules imported later are patched by the hook as they load. Does nothing
-    when ``PARLAI_DOCGRAPH_COMPAT=0``.
-    """
-    from parlai_docgraph import _hook
-
-    if not _hook.compat_enabled():
-        return
-    for name, patch in PATCHES.items():
-        module = sys.modules.get(name)
-        if module is not None:
-            patch(module)
-    _hook.install()

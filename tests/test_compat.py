@@ -344,11 +344,11 @@ def test_apply_patches_modules_imported_before_the_plugin(tmp_path: Path) -> Non
         sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != "DocgraphFinder"]
         import parlai.nn.lr_scheduler as lrs
         import parlai.core.dict as pdict
-        from parlai_docgraph import compat
+        from parlai_docgraph import _hook
         before = type(lrs.optim).__name__
-        compat.apply()
+        _hook.apply()
         after, np_overlay = lrs.optim, pdict.np
-        compat.apply()
+        _hook.apply()
         hooked = any(type(f).__name__ == "DocgraphFinder" for f in sys.meta_path)
         print(before, type(after).__name__, lrs.optim is after and pdict.np is np_overlay, hooked)
     """

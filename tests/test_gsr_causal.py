@@ -22,7 +22,8 @@ from parlai_docgraph.agents.gsr_inputs import GSRInputs
 from parlai_docgraph.kg import fields as kg_fields
 from parlai_docgraph.kg.linearize import Linearizer
 from parlai_docgraph.kg.subgraph import Hop
-from parlai_docgraph.models.gsr import LABEL_PAD, build_gsr_model, load_lm, load_tokenizer
+from parlai_docgraph.models.gsr import LABEL_PAD, load_lm, load_tokenizer
+from parlai_docgraph.models.gsr_build import build_gsr_model
 from parlai_docgraph.models.gsr_causal import CausalGSRModel
 
 FAMILIES = ("llama", "qwen")

@@ -21,7 +21,8 @@ from modern_lm import make_tiny_lm
 from parlai_docgraph.kg.linearize import Linearizer
 from parlai_docgraph.models import adapters
 from parlai_docgraph.models.adapters import LoraSettings, apply_lora, is_adapted
-from parlai_docgraph.models.gsr import build_gsr_model, load_lm, load_tokenizer
+from parlai_docgraph.models.gsr import load_lm, load_tokenizer
+from parlai_docgraph.models.gsr_build import build_gsr_model
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,8 @@ from typing import Dict, List, Set
 import pytest
 
 from conftest import real_file, teacher_acts
+from parlai_docgraph.kg.fields import load_kg
+from parlai_docgraph.kg.store import KnowledgeGraph
 from parlai_docgraph.tasks.docgraph.build import SAMPLE_DATAPATH
 from parlai_docgraph.tasks.docgraph.errors import BadRows, DatasetFormatError, MissingDatasetFile
 from parlai_docgraph.tasks.docgraph.readers import opendialkg as odkg
@@ -168,28 +170,30 @@ def test_bad_header_is_reported(tmp_path):
         odkg.read_opendialkg(str(path))
 
 
-def test_truncated_triples_line(tmp_path):
+def test_truncated_triples_line(tmp_path, caplog):
+    """The package's one triple reader: strict names file:line; skipping logs each line."""
     path = tmp_path / "opendialkg_triples.txt"
     lines = [
         "Jaws\tdirected_by\tSteven Spielberg",
         "Steven Spielberg\t~directed_by\tJaws",
         "Jaws\thas_genre",  # line 3: truncated
         "Jaws\trelease_year\t1975",
-        "X\tr\t",
+        "X\tr\t",  # line 5: empty object
     ]
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(DatasetFormatError) as err:
-        odkg.read_triples(str(path))
-    assert err.value.path == str(path) and err.value.line == 3
-    assert "expected 3 tab-separated fields" in str(err.value)
-    bad_rows = BadRows(skip=True)
-    kg = odkg.read_triples(str(path), bad_rows)
-    assert len(bad_rows.errors) == 1 and kg.num_triples == 4
+    with pytest.raises(ValueError, match=re.escape(f"{path}:3:")) as err:
+        KnowledgeGraph.from_file(path)
+    assert "three non-empty fields" in str(err.value)
+    with caplog.at_level(pylogging.WARNING, logger="parlai_docgraph.kg.reader"):
+        kg = KnowledgeGraph.from_file(path, skip_bad=True)
+    skipped = [r.getMessage() for r in caplog.records if "skipped malformed triple" in r.getMessage()]
+    assert len(skipped) == kg.skipped_lines == 2
+    assert f"{path}:3:" in skipped[0] and f"{path}:5:" in skipped[1]
+    assert kg.num_triples == 2 and set(kg.relations) == {"directed_by", "release_year"}
     assert kg.has_triple("Jaws", "release_year", "1975") and not kg.has_triple("Jaws", "has_genre", "")
-    assert kg.has_triple("X", "r", "")  # the KG's empty-string entity is kept
-    assert set(kg.relations) == {"directed_by", "~directed_by", "release_year", "r"}
-    # exact spelling: ``~r`` is a relation of its own, not folded into ``r``
+    # ``~r`` is the reverse of ``r``: both lines are one fact, asked in either spelling
     assert kg.has_triple("Steven Spielberg", "~directed_by", "Jaws")
+    assert kg.has_triple("Jaws", "directed_by", "Steven Spielberg")
     assert not kg.has_triple("Jaws", "~directed_by", "Steven Spielberg")
 
 
@@ -298,11 +302,13 @@ def test_sample_shape(sample_data):
     assert sum(d.num_meta_messages for d in dialogues) > 0
     assert any(len(t.messages) > 1 for d in dialogues for t in d.turns)
     assert any(d.turns[0].sender == "assistant" for d in dialogues)
-    kg = odkg.read_triples(str(SAMPLE / "opendialkg_triples.txt"))
+    triples_file = SAMPLE / "opendialkg_triples.txt"
+    kg = KnowledgeGraph.from_file(triples_file)
     assert kg.num_triples >= 400
-    for s, r, o in kg.triples():  # both directions, as in the official file
+    rows = {tuple(line.split("\t")) for line in triples_file.read_text().splitlines()}
+    for s, r, o in rows:  # both directions, as in the official file
         rev = (o, r[1:], s) if r.startswith("~") else (o, "~" + r, s)
-        assert kg.has_triple(*rev)
+        assert rev in rows, (s, r, o)
     for p in actions:
         assert all(kg.has_triple(*t) for t in p.triples), p.triples
     size = sum(f.stat().st_size for f in SAMPLE.iterdir())
@@ -333,7 +339,7 @@ def test_sample_teacher_messages(datapath, sample_data, fold):
     expected = [t for i in split[fold] for t in odkg.assistant_turns(by_id[i])]
     assert len(acts) == len(expected) > 0
     assert {"train": 110, "valid": 27, "test": 25}[fold] == len(acts)
-    kg = odkg.load_triples(acts[0]["kg_file"])
+    kg = load_kg(acts[0]["kg_file"])[0]
     future = {}
     history: List[str] = []
     for act, turn in zip(acts, expected):

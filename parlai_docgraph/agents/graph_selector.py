@@ -55,6 +55,7 @@ from parlai.core.torch_ranker_agent import TorchRankerAgent
 
 from ..graphs.cache import default_store_root
 from ..graphs.embed import encoder_limit
+from ..graphs.spec import add_backend_args
 from .base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
 from .selector_background import BACKGROUNDS, EpisodeBackground
 from .selector_batch import (
@@ -183,8 +184,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             "model exactly (their recipes set it)")
         add_learning_rate_args(group)
         add_prior_args(group)
-        group.add_argument("--graph-parser", type=str, default="dep",
-                           help="semantic parser of the graph builder (dep, amr)")
+        add_backend_args(parser)  # --graph-parser, --graph-coref: declared once, in graphs.spec
         group.add_argument("--shuffle-candidates", type="bool", default=True,
                            help="shuffle candidate order in training so order never leaks "
                            "the label (ParlAI#1570)")

@@ -154,7 +154,8 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
 
     # ------------------------------------------------------------------ model
     def build_model(self):
-        from parlai_docgraph.models.gsr import build_gsr_model, load_lm
+        from parlai_docgraph.models.gsr import load_lm
+        from parlai_docgraph.models.gsr_build import build_gsr_model
 
         saved = saved_hf_dir(self.opt)
         lm = load_lm(

@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Iterator, List, Optional, Sequence, Tuple, Union
+
+from ..nlp import sentences
 
 Pool = List[Tuple[str, List[str]]]
 SUFFIXES = (".txt", ".md", ".markdown")
@@ -35,22 +36,10 @@ LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+")
 TITLE_MAX_CHARS = 80
 
 
-@lru_cache(maxsize=1)
-def _sentencizer() -> Any:
-    import spacy
-
-    nlp = spacy.blank("en")
-    nlp.add_pipe("sentencizer")
-    return nlp
-
-
 def split_sentences(text: str) -> List[str]:
-    """The sentences of ``text`` (spaCy's punctuation-based ``sentencizer``; whitespace
-    inside them collapsed)."""
-    text = " ".join(text.split())
-    if not text:
-        return []
-    return [s.text.strip() for s in _sentencizer()(text).sents if s.text.strip()]
+    """The sentences of ``text`` (spaCy's punctuation-based ``sentencizer``, see
+    :func:`parlai_docgraph.nlp.sentences`; whitespace inside them collapsed)."""
+    return [s.strip() for s in sentences(" ".join(text.split())) if s.strip()]
 
 
 def _units(lines: Sequence[str]) -> List[str]:

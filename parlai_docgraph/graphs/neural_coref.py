@@ -28,6 +28,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ..nlp import installed_model, new_pipeline
 from .parsers.base import Mention, ParsedSentence
 
 MentionRef = Tuple[int, int, int]
@@ -156,16 +157,14 @@ class CorefereeCoref:
     def nlp(self) -> Any:
         """An official spaCy pipeline with the ``coreferee`` component (loaded once)."""
         if self._nlp is None:
-            import spacy
-
             names = (self.model,) if self.model else COREFEREE_PIPELINES
-            name = next((n for n in names if spacy.util.is_package(n)), None)
+            name = installed_model(names)
             if name is None:
                 raise CorefBackendUnavailable(
                     f"coreferee needs an official spaCy English pipeline (tried "
                     f"{', '.join(names)}): {INSTALL_HELP}"
                 )
-            nlp = spacy.load(name)
+            nlp = new_pipeline(name)  # its own copy: coreferee is added to it
             try:
                 nlp.add_pipe("coreferee")
             except Exception as exc:  # coreferee's model missing or for another version

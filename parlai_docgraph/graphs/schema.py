@@ -267,12 +267,3 @@ class GraphBuilder:
             self._seen.add(key)
             self.edges.append(Edge(src, dst, edge_type))
 
-
-def check_types(node_types: Sequence[str] = (), edge_types: Sequence[str] = ()) -> None:
-    """Raise ``ValueError`` when a builder asks for a type outside the vocabularies."""
-    for name in node_types:
-        if name not in NODE_TYPE_ID:
-            raise ValueError(f"unknown node type {name!r}")
-    for name in edge_types:
-        if name not in EDGE_TYPE_ID:
-            raise ValueError(f"unknown edge type {name!r}")

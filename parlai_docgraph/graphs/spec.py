@@ -15,7 +15,7 @@ declare them).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 GRAPH_KINDS = ("semantic", "multilevel")
 GRAPH_PARSERS = ("dep", "amr")
@@ -27,23 +27,42 @@ def _has_option(parser: Any, option: str) -> bool:
     return option in getattr(parser, "_option_string_actions", {})
 
 
+#: ``--graph-parser`` / ``--graph-coref``: the backends of semantic graphs, read by the
+#: teachers, ``build_graphs``, ``show_graph`` and the graph selector.
+BACKEND_OPTIONS: Tuple[Tuple[str, Dict[str, Any]], ...] = (
+    ("--graph-parser", dict(
+        choices=GRAPH_PARSERS, default="dep",
+        help="semantic parser of semantic graphs (dep: spaCy, offline default; amr: "
+        "precomputed penman graphs from --amr-file, or an amrlib parse model from "
+        "--amr-model-dir). Multilevel graphs always use dep.")),
+    ("--graph-coref", dict(
+        choices=GRAPH_COREFS, default="rule",
+        help="coreference backend of semantic graphs (rule: deterministic resolver, "
+        "offline default; coreferee: neural, needs `pip install coreferee` and its "
+        "English model; none: no links)")),
+)
+
+
+def _add_options(group: Any, parser: Any, options: Sequence[Tuple[str, Dict[str, Any]]]) -> None:
+    """Declare each option once per parser: a teacher and an agent may both ask for it."""
+    for option, kwargs in options:
+        if not _has_option(parser, option):
+            group.add_argument(option, **kwargs)
+
+
+def add_backend_args(parser: Any, title: str = "docgraph graphs") -> None:
+    """``--graph-parser`` and ``--graph-coref`` alone (the graph selector's backends)."""
+    _add_options(parser.add_argument_group(title), parser, BACKEND_OPTIONS)
+
+
 def add_graph_args(parser: Any, title: str = "docgraph graphs") -> None:
     """The graph-building options shared by ``build_graphs``, ``show_graph`` and teachers."""
     group = parser.add_argument_group(title)
-    options = [
+    options = (
         ("--graph-kind", dict(
             choices=GRAPH_KINDS, default="semantic",
             help="semantic: Li et al.'s document semantic graph; multilevel: Zhang & Tan's")),
-        ("--graph-parser", dict(
-            choices=GRAPH_PARSERS, default="dep",
-            help="semantic parser of semantic graphs (dep: spaCy, offline default; amr: "
-            "precomputed penman graphs from --amr-file, or an amrlib parse model from "
-            "--amr-model-dir). Multilevel graphs always use dep.")),
-        ("--graph-coref", dict(
-            choices=GRAPH_COREFS, default="rule",
-            help="coreference backend of semantic graphs (rule: deterministic resolver, "
-            "offline default; coreferee: neural, needs `pip install coreferee` and its "
-            "English model; none: no links)")),
+    ) + BACKEND_OPTIONS + (
         ("--amr-file", dict(
             default=None, help="penman AMR graphs of the sentences (--graph-parser amr)")),
         ("--amr-model-dir", dict(
@@ -53,10 +72,8 @@ def add_graph_args(parser: Any, title: str = "docgraph graphs") -> None:
         ("--graph-ablation", dict(
             choices=GRAPH_ABLATIONS, default="full",
             help="Li et al. Table 7 ablation of semantic graphs")),
-    ]
-    for option, kwargs in options:
-        if not _has_option(parser, option):
-            group.add_argument(option, **kwargs)
+    )
+    _add_options(group, parser, options)
 
 
 class GraphSpec:

@@ -6,16 +6,24 @@ memory stays bounded (one chunk of Python strings at a time, plus int id arrays)
 per-name work runs in C: a fast path splits a chunk of well-formed lines into one flat
 list of ``str`` (no per-line list for the garbage collector to scan), and names are
 interned with ``map(dict.setdefault, ...)``.
+
+:func:`tsv_chunks` is the package's one reader of ``subject<TAB>relation<TAB>object``
+files (OpenDialKG's ``opendialkg_triples.txt``), behind
+:meth:`~parlai_docgraph.kg.store.KnowledgeGraph.from_file`. A malformed line (not three
+non-empty fields) is never dropped silently: strict reading raises ``ValueError`` naming
+``file:line``; with ``skip_bad`` the line is logged (warning, ``file:line``) and counted.
 """
 
 from __future__ import annotations
 
+import logging
 from itertools import count, islice, repeat
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Sequence, Tuple, Union
 
 import numpy as np
 
+LOG = logging.getLogger(__name__)
 CHUNK = 1 << 18
 Columns = Tuple[Sequence[str], Sequence[str], Sequence[str]]
 
@@ -73,7 +81,8 @@ def tsv_chunks(path: Union[str, Path], skip_bad: bool, bad: List[int]) -> Iterat
     Columns of successive chunks of a ``subject\\trelation\\tobject`` file.
 
     Empty lines are skipped. A line without three non-empty fields raises ``ValueError``
-    with ``path:line`` or, with ``skip_bad``, is counted in ``bad[0]``.
+    with ``path:line`` or, with ``skip_bad``, is logged with ``path:line`` and counted in
+    ``bad[0]``.
     """
     text = Path(path).read_text(encoding="utf-8")
     lines = text.replace("\r\n", "\n").split("\n")
@@ -94,13 +103,15 @@ def tsv_chunks(path: Union[str, Path], skip_bad: bool, bad: List[int]) -> Iterat
                 continue
             if len(fields) == 3 and all(fields):
                 rows.append(fields)
-            elif skip_bad:
-                bad[0] += 1
             else:
-                raise ValueError(
-                    f"{path}:{lineno}: expected 'subject<TAB>relation<TAB>object', "
-                    f"got {len(fields)} field(s): {line[:80]!r}"
+                problem = (
+                    f"{path}:{lineno}: expected 'subject<TAB>relation<TAB>object' (three "
+                    f"non-empty fields), got {len(fields)} field(s): {line[:80]!r}"
                 )
+                if not skip_bad:
+                    raise ValueError(problem)
+                LOG.warning("skipped malformed triple line %s", problem)
+                bad[0] += 1
         if rows:
             heads, rels, tails = zip(*rows)
             yield heads, rels, tails

@@ -113,7 +113,9 @@ class KnowledgeGraph:
 
         Empty lines are ignored. A line without exactly three non-empty tab-separated
         fields raises ``ValueError`` naming the file and line, unless ``skip_bad``; then
-        it is skipped and counted in :attr:`skipped_lines`.
+        it is skipped, logged with its ``file:line`` (warning) and counted in
+        :attr:`skipped_lines`. ``reverse_prefix="~"`` folds OpenDialKG's ``~r`` lines onto
+        their forward fact (the file lists every fact both ways).
         """
         bad = [0]
         kg = cls._from_chunks(tsv_chunks(path, skip_bad, bad), entities, reverse_prefix)

@@ -2,8 +2,9 @@
 DialogGSR's model (Park et al.): one Hugging Face encoder-decoder (T5, as in the paper)
 that retrieves linearized KG paths and writes the response. Torch + transformers only.
 A decoder-only causal LM (Llama, Qwen, ...) works the same way through
-:class:`~parlai_docgraph.models.gsr_causal.CausalGSRModel` (:func:`load_lm` picks the
-family from the config's ``is_encoder_decoder``).
+:class:`~parlai_docgraph.models.gsr_causal.CausalGSRModel`
+(:func:`~parlai_docgraph.models.gsr_build.build_gsr_model` picks the family from the
+config's ``is_encoder_decoder``).
 
 * Losses (Eq. 8, 9, 10) are token-level cross-entropy of a target given a source;
   :meth:`GSRModel.token_losses` pads targets with ``-100`` (never the pad id), so padding
@@ -78,26 +79,6 @@ def load_tokenizer(name: str, datapath: Optional[str] = None, extra_special: Seq
     if tok.pad_token is None:  # Llama-style tokenizers: EOS stands in (padding is masked)
         tok.pad_token = tok.eos_token
     return tok
-
-
-def build_gsr_model(lm: nn.Module, tokenizer, structural: Sequence[str]) -> "GSRModel":
-    """
-    :class:`GSRModel` (seq2seq) or :class:`~.gsr_causal.CausalGSRModel` (decoder-only)
-    over ``lm``, its embedding resized to ``tokenizer``. The rows KG-reconstruction
-    pretraining trains are the structural tokens, and for a causal LM also the mask
-    token (T5's ``<extra_id_0>`` is pretrained; a causal LM gets it new).
-    """
-    if lm.get_input_embeddings().num_embeddings < len(tokenizer):
-        lm.resize_token_embeddings(len(tokenizer))
-    causal = is_causal(lm.config)
-    if not causal:
-        set_decoder_start(lm, tokenizer)
-    special = tokenizer.convert_tokens_to_ids(list(structural) + ([MASK_TOKEN] if causal else []))
-    if causal:
-        from .gsr_causal import CausalGSRModel
-
-        return CausalGSRModel(lm, tokenizer.pad_token_id, tokenizer.eos_token_id, special)
-    return GSRModel(lm, tokenizer.pad_token_id, tokenizer.eos_token_id, special)
 
 
 def set_decoder_start(lm: nn.Module, tokenizer) -> None:

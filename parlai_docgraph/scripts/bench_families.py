@@ -99,7 +99,8 @@ def _step_fn(name: str, shape: Tuple[int, int, int], seed: int = 0) -> Tuple[Any
     """``(model, loss_fn)``: the project's module for ``name`` and one step's loss on random ids."""
     import torch
 
-    from ..models.gsr import build_gsr_model, is_causal
+    from ..models.gsr import is_causal
+    from ..models.gsr_build import build_gsr_model
     from ..models.responder import Responder
 
     torch.manual_seed(seed)

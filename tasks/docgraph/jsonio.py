@@ -1,10 +1,11 @@
 """
 JSON readers that keep line numbers, so a bad record can be reported where it is.
 
-``json.load`` gives a list with no positions. :func:`iter_json_array` walks a top-level
-array with ``json.JSONDecoder.raw_decode`` (the same C scanner ``json.load`` uses) and
-yields each element with the line it starts on; :func:`iter_jsonl` does the same for
-JSON-lines files.
+``json.load`` gives a list with no positions. :func:`iter_json_array` /
+:func:`iter_json_object` walk a top-level array / object with
+``json.JSONDecoder.raw_decode`` (the same C scanner ``json.load`` uses) and yield each
+element / member with the line it starts on; :func:`iter_jsonl` does the same for
+JSON-lines files. These are the dataset readers' only JSON walkers.
 """
 
 from __future__ import annotations
@@ -28,17 +29,6 @@ def read_text(path: str) -> str:
         return f.read()
 
 
-def load_json(path: str) -> Any:
-    """
-    ``json.load`` with a located error message for syntax errors.
-    """
-    text = read_text(path)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise DatasetFormatError(path, e.lineno, f"column {e.colno}", f"invalid JSON: {e.msg}")
-
-
 def iter_json_array(path: str) -> Iterator[Tuple[int, int, Any]]:
     """
     Yield ``(index, line, element)`` for each element of the top-level JSON array.
@@ -46,35 +36,69 @@ def iter_json_array(path: str) -> Iterator[Tuple[int, int, Any]]:
     :raises DatasetFormatError: when the file is not a JSON array or an element is not
         valid JSON (with the line of the problem).
     """
+    return _iter_members(path, keyed=False)
+
+
+def iter_json_object(path: str) -> Iterator[Tuple[str, int, Any]]:
+    """
+    Yield ``(key, line, value)`` for each member of the top-level JSON object (``line``:
+    where the value starts).
+
+    :raises DatasetFormatError: when the file is not a JSON object or a member is not
+        valid JSON (with the line of the problem).
+    """
+    return _iter_members(path, keyed=True)
+
+
+def _iter_members(path: str, keyed: bool) -> Iterator[Tuple[Any, int, Any]]:
+    """The one walker behind :func:`iter_json_array` and :func:`iter_json_object`."""
     text = read_text(path)
     decoder = json.JSONDecoder()
-    pos = _skip_ws(text, 0)
-    if pos >= len(text) or text[pos] != "[":
-        raise DatasetFormatError(path, 1, "top level", "expected a JSON array ('[')")
-    pos = _skip_ws(text, pos + 1)
+    opener, closer, kind = ("{", "}", "object") if keyed else ("[", "]", "array")
     line, counted = 1, 0
-    index = 0
-    if pos < len(text) and text[pos] == "]":
-        return
-    while True:
+
+    def line_at(pos: int) -> int:
+        nonlocal line, counted
         line += text.count("\n", counted, pos)
         counted = pos
+        return line
+
+    def decode(pos: int, where: str) -> Tuple[Any, int]:
         try:
-            obj, end = decoder.raw_decode(text, pos)
+            return decoder.raw_decode(text, pos)
         except json.JSONDecodeError as e:
-            raise DatasetFormatError(
-                path, e.lineno, f"element {index}", f"invalid JSON: {e.msg} (column {e.colno})"
-            )
-        yield index, line, obj
+            raise DatasetFormatError(path, e.lineno, where, f"invalid JSON: {e.msg} (column {e.colno})")
+
+    pos = _skip_ws(text, 0)
+    if pos >= len(text) or text[pos] != opener:
+        raise DatasetFormatError(path, 1, "top level", f"expected a JSON {kind} ('{opener}')")
+    pos = _skip_ws(text, pos + 1)
+    if pos < len(text) and text[pos] == closer:
+        return
+    index = 0
+    while True:
+        if keyed:
+            if pos >= len(text) or text[pos] != '"':
+                raise DatasetFormatError(path, line_at(pos), "object", "expected a string key")
+            name, pos = decode(pos, "key")
+            where = f"key '{name}'"
+            pos = _skip_ws(text, pos)
+            if pos >= len(text) or text[pos] != ":":
+                raise DatasetFormatError(path, line_at(pos), where, "expected ':'")
+            pos = _skip_ws(text, pos + 1)
+        else:
+            name, where = index, f"element {index}"
+        start = line_at(pos)
+        value, end = decode(pos, where)
+        yield name, start, value
         index += 1
         pos = _skip_ws(text, end)
         if pos < len(text) and text[pos] == ",":
             pos = _skip_ws(text, pos + 1)
             continue
-        if pos < len(text) and text[pos] == "]":
+        if pos < len(text) and text[pos] == closer:
             return
-        err_line = line + text.count("\n", counted, pos)
-        raise DatasetFormatError(path, err_line, f"after element {index - 1}", "expected ',' or ']'")
+        raise DatasetFormatError(path, line_at(pos), f"after {where}", f"expected ',' or '{closer}'")
 
 
 def iter_jsonl(path: str) -> Iterator[Tuple[int, Any]]:

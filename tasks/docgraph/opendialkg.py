@@ -15,8 +15,9 @@ the same split, drawn with a seeded RNG) and the KG grounding:
 * ``kg_entities``: the entities grounded so far (paths of earlier turns and of the user
   turn, plus the start entity of the gold path); never an entity of a later turn;
 * ``kg_file``: the ``opendialkg_triples.txt`` to retrieve from
-  (``readers.opendialkg.load_triples(kg_file)`` reads it once per process, as a
-  ``parlai_docgraph.kg.store.KnowledgeGraph`` in the file's exact spelling);
+  (``parlai_docgraph.kg.fields.load_kg(kg_file)`` reads it once per process through
+  ``KnowledgeGraph.from_file``: ``~r`` lines fold onto their forward fact, so
+  ``has_triple`` answers both spellings; malformed lines are logged and counted);
 * ``dialogue_id`` (0-based CSV data row = DialogGSR ``unique_id - 1000000``),
   ``turn_id`` and ``ratings``;
 * with ``--kg-candidates true`` (default), ``kg_history`` (the turns before the

