@@ -371,6 +371,8 @@ def test_reply_fields_and_select(variant, tiny_encoder, datapath):
     reply = agent.batch_act([obs[0]])[0]
     again = agent.select(pool, obs[0]["full_text"], obs[0]["label_candidates"])
     assert list(again["scores"]) == reply["text_candidates"]
+    # and the same scores: select() feeds the model what batchify does (node relevance too)
+    assert list(again["scores"].values()) == pytest.approx(reply["candidate_scores"], abs=1e-5)
     with pytest.raises(ValueError, match="candidate"):
         agent.select([], "hi")
 

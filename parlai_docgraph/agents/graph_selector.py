@@ -394,13 +394,8 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             contexts.append(ex.get("full_text") or ex.get("text") or "")
             multi.append(None if training or not ex.get("multi_checked_sentences") else
                          multi_reference_gold(ex, cs, pool or _passages_or_empty(ex)))
-        fields = collate_examples(self.graphs, passages, cands, gold, contexts,
-                                  self.tokenizer, self._pair_limit(), bases,
-                                  self.opt.get("path_hops", 2),
-                                  self.opt.get("path_max_tuples", 10) or None,
-                                  self.opt.get("input_format", "li"),
-                                  questions=([last_turn(ex.get("text") or "") for ex in exs]
-                                             if self._uses_relevance() else None))
+        fields = self._collate(passages, cands, gold, contexts,
+                               [ex.get("text") or "" for ex in exs], bases)
         for key, value in fields.items():
             batch[key] = value
         batch["candidates"] = cands
@@ -408,6 +403,16 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         batch["multi_relevant"] = multi
         batch["is_training"] = training
         return batch
+
+    def _collate(self, passages, cands, gold, contexts, turns, bases=None) -> Dict[str, Any]:
+        """:func:`collate_examples` with this agent's options (``turns``: each example's
+        message text, whose last line is the turn node relevance is measured against)."""
+        opt = self.opt
+        return collate_examples(
+            self.graphs, passages, cands, gold, contexts, self.tokenizer, self._pair_limit(),
+            bases, opt.get("path_hops", 2), opt.get("path_max_tuples", 10) or None,
+            opt.get("input_format", "li"),
+            questions=[last_turn(t) for t in turns] if self._uses_relevance() else None)
 
     def _pair_limit(self) -> int:
         """``--pair-truncate``, capped at what the encoder can number (RoBERTa: 512, not 514)."""

@@ -10,7 +10,6 @@ from typing import Any, Dict, List, Optional
 import torch
 from parlai.core.torch_agent import Batch
 
-from .selector_batch import collate_examples
 from .selector_eval import top_concepts
 
 
@@ -33,11 +32,7 @@ class SelectMixin:
         cands = list(candidates) if candidates else [f"{t} {x}" for t, ss in pool for x in ss]
         if not cands:
             raise ValueError("select() needs at least one candidate or passage sentence")
-        fields = collate_examples(self.graphs, [pool], [cands], [-2], [context],
-                                  self.tokenizer, self._pair_limit(),
-                                  path_hops=self.opt.get("path_hops", 2),
-                                  path_max_tuples=self.opt.get("path_max_tuples", 10) or None,
-                                  input_format=self.opt.get("input_format", "li"))
+        fields = self._collate([pool], [cands], [-2], [context], [context])
         batch = Batch(batchsize=1, candidates=[cands], turns=[context], **fields)
         if self.use_cuda:
             batch = batch.to("cuda")
