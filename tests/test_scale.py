@@ -1,6 +1,6 @@
 """
 Scale (issue 15): the sentence parse cache gives the same graphs and parses each distinct
-sentence once; incremental ``DocumentGraph.extend`` equals a rebuild.
+sentence once; incremental ``extend_document_graph`` equals a rebuild.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from conftest import knowledge_pools, real_file, run_cli, teacher_acts
-from parlai_docgraph.graphs import build_document_graph
+from parlai_docgraph.graphs import build_document_graph, extend_document_graph
 from parlai_docgraph.graphs.parse_cache import CachedParser, ParseCache
 from parlai_docgraph.graphs.parsers import get_parser
 
@@ -135,7 +135,7 @@ def _sweep(pools, parser, options, coref="rule"):
         graph = build_document_graph(pool[:1], parser=parser, coref=coref, **options)
         for k in range(1, len(pool)):
             before = graph.to_dict()
-            extended = graph.extend(pool[k:k + 1], parser=parser, coref=coref)
+            extended = extend_document_graph(graph, pool[k:k + 1], parser=parser, coref=coref)
             assert graph.to_dict() == before  # the extended graph is a new object
             extended.validate()
             graph = extended
@@ -203,7 +203,7 @@ def test_extend_parses_and_resolves_only_the_new_passage(dep, sample_pools):
     graph = build_document_graph(pool[:20], parser=counting, coref=rules)
     for k in range(20, 30):
         counting.sentences, Rules.seen = [], 0
-        graph = graph.extend([pool[k]], parser=counting, coref=rules)
+        graph = extend_document_graph(graph, [pool[k]], parser=counting, coref=rules)
         assert counting.sentences == list(pool[k][1])
         mentions = sum(len(ps.mentions()) for ps in dep.parse(pool[k][1]))
         assert Rules.seen == mentions

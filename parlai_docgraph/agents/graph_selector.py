@@ -104,7 +104,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             "passage + first turn's retrieved passages; a later turn's candidates outside "
             "it are added to that turn's graph as extra passages, so each has its own "
             "sentence node); per_turn: the episode's pools so far, the graph "
-            "extended (DocumentGraph.extend) as new passages arrive")
+            "extended (extend_document_graph) as new passages arrive")
         group.add_argument("--word-loss-alpha", type=float, default=0.5,
                            help="multilevel: alpha of Zhang & Tan Eq. 9, L = alpha L_know + "
                            "(1 - alpha) L_word, in (0, 1]: 0.5 = the full model (paper), "

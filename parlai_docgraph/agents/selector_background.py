@@ -7,10 +7,10 @@ episode. A later candidate outside it still needs a sentence node of its own (it
 attach to the shared, zero-feature no-passage node and be ranked on its Eq. 1 context
 alone): the sentences of a later message that the first pool lacks are appended to that
 message's graph as extra passages (one per title, pool order), built with
-``DocumentGraph.extend`` from the first pool's graph; they are not carried to later turns,
+``extend_document_graph`` from the first pool's graph; they are not carried to later turns,
 so every turn's graph is the first-turn graph plus its own outside candidates. ``per_turn``
 grows the pool as new passages arrive within the episode (passages are keyed by title, the
-first version kept) and the graph with ``DocumentGraph.extend``, which equals a rebuild of
+first version kept) and the graph with ``extend_document_graph``, which equals a rebuild of
 the grown pool. ``message`` (the default) uses each message's own pool.
 
 No ParlAI imports.

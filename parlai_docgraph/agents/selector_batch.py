@@ -108,7 +108,7 @@ class GraphProvider:
     Graphs come from a :class:`~parlai_docgraph.graphs.cache.GraphStore` (``store_root``;
     built and stored when missing) or are built in process (``store_root=None``); a pool
     that extends a memoised one (``base``, ``--background per_turn``) is built with
-    ``DocumentGraph.extend``. Node features are :func:`~parlai_docgraph.graphs.embed.embed_graph`
+    ``extend_document_graph``. Node features are :func:`~parlai_docgraph.graphs.embed.embed_graph`
     vectors from the frozen ``node_encoder`` (none for ``paths``), sentence and passage nodes
     pooled by ``pooling`` (``cls`` or ``mean``). Both are kept in an in-process LRU memo of
     ``memo_size`` pools. ``build_options`` are added to the variant's builder options
@@ -146,7 +146,7 @@ class GraphProvider:
             self.embed_cache = EmbeddingCache(
                 embed_cache, describe_encoder(node_encoder, tokenizer, limit))
         self._memo: "OrderedDict[str, ExampleGraph]" = OrderedDict()
-        self.extended = 0  # graphs made by DocumentGraph.extend (per_turn background)
+        self.extended = 0  # graphs made by extend_document_graph (per_turn background)
 
     @property
     def uses_graph(self) -> bool:
@@ -170,7 +170,7 @@ class GraphProvider:
             if self.store is not None:
                 return self.store.get_or_build(passages, "multilevel", **self.options)
             return build_multilevel_graph(passages, **self.options)
-        from ..graphs.semantic import build_document_graph
+        from ..graphs.semantic import build_document_graph, extend_document_graph
 
         parser, coref = self._backends()
         kwargs = dict(self.options)
@@ -181,7 +181,7 @@ class GraphProvider:
             if hit is not None:
                 self.extended += 1
                 backends = {} if kwargs.get("sentence_graph") else {"parser": parser, "coref": coref}
-                return hit.graph.extend(passages[len(base):], **backends)
+                return extend_document_graph(hit.graph, passages[len(base):], **backends)
         if self.store is not None:
             return self.store.get_or_build(passages, "semantic", **kwargs)
         return build_document_graph(passages, **kwargs)

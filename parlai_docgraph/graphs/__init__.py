@@ -6,7 +6,7 @@ Documents -> graphs (no ParlAI imports here).
 - :mod:`.coref`: coreference backends (rule-based default); :mod:`.neural_coref`: the
   coreferee adapter (``coref="coreferee"``, when installed).
 - :mod:`.semantic`: Li et al.'s document semantic graph, :func:`build_document_graph`
-  (``DocumentGraph.extend`` appends later-retrieved passages).
+  (``extend_document_graph`` appends later-retrieved passages).
 - :mod:`.multilevel`: Zhang & Tan's multi-level graph, :func:`build_multilevel_graph`.
 - :mod:`.cache`: content-hash keyed, versioned graph store (atomic, resumable, sharded).
 - :mod:`.spec`: one graph configuration's store key and build function (shared by the CLI,

@@ -233,7 +233,7 @@ class RuleCorefRun:
     :meth:`RuleCoref.resolve` one batch of sentences at a time: every mention is attached
     to earlier mentions only, so feeding a document's sentences in batches gives the
     clusters of feeding them at once, except for one case :meth:`add` can refuse (see
-    ``keep_earlier_apart``). Used by ``DocumentGraph.extend`` to resolve new passages at
+    ``keep_earlier_apart``). Used by ``extend_document_graph`` to resolve new passages at
     their own cost.
     """
 

@@ -147,17 +147,6 @@ class DocumentGraph:
         """Global sentence index -> sentence text, from the sentence nodes."""
         return {n.sentence: n.text for n in self.nodes if n.type == "sentence"}
 
-    def extend(self, new_passages: Sequence[Any], **backends: Any) -> "DocumentGraph":
-        """
-        This graph with ``new_passages`` appended at the cost of the new passages, equal to a
-        full rebuild up to node ids (one stated approximation); see
-        :func:`~parlai_docgraph.graphs.semantic.extend_document_graph` (``parser=``,
-        ``coref=`` backends; pass the memoising parser that built it to skip re-parsing).
-        """
-        from .semantic import extend_document_graph
-
-        return extend_document_graph(self, new_passages, **backends)
-
     # ---------------------------------------------------------------- checks
     def validate(self) -> None:
         """

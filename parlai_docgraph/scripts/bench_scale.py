@@ -17,7 +17,7 @@ assembly per sentence). The sample's 5 dialogues only share passages within a di
 the distinct ratio of full WoW (passages shared across dialogues too) is lower and the
 projection *with* the cache is an upper bound.
 
-``extend`` (``DocumentGraph.extend`` by one passage of 5 fresh sentences at 10, 100, 1,000
+``extend`` (``extend_document_graph`` by one passage of 5 fresh sentences at 10, 100, 1,000
 existing passages; quick: 10, 100): ``extend_ms`` median over 5 extensions of the
 incremental path, ``rebuild_extend_ms`` of the previous behaviour (the graph rebuilt from
 its passages with a memoising parser: only the new sentences are parsed, coreference and
@@ -135,7 +135,7 @@ def extend_figures(pools: Sequence[Pool], sizes: Sequence[int], repeats: int = 5
     """Median ms of extending an N-passage graph by one passage, incremental vs rebuild."""
     from parlai_docgraph.graphs.parsers.dep import DepParser
     from parlai_docgraph.graphs.schema import DocumentGraph
-    from parlai_docgraph.graphs.semantic import build_document_graph
+    from parlai_docgraph.graphs.semantic import build_document_graph, extend_document_graph
 
     flat = [s for pool in pools for _, sents in pool for s in sents if s.strip()]
     parser = DepParser(memo_size=10 ** 6)
@@ -148,7 +148,7 @@ def extend_figures(pools: Sequence[Pool], sizes: Sequence[int], repeats: int = 5
             fresh = 10 ** 5 + 1000 * j + 2 * r
             new = _fresh_passages(flat, 1, fresh)
             start = time.perf_counter()
-            graph = graph.extend(new, parser=parser)
+            graph = extend_document_graph(graph, new, parser=parser)
             times.append(time.perf_counter() - start)
             # previous behaviour: a graph without its assembly is rebuilt from its passages
             loaded = DocumentGraph(nodes=graph.nodes, edges=graph.edges, meta=graph.meta)

@@ -177,7 +177,7 @@ class DepParser(Parser):
     spaCy-based parser; the pipeline is loaded lazily, once per process.
 
     ``memo_size`` > 0 keeps the parses of that many recent distinct sentences on this
-    instance, so re-building a graph with extra passages (``DocumentGraph.extend``) parses
+    instance, so re-building a graph with extra passages (``extend_document_graph``) parses
     only the new sentences; ``parsed_sentences`` counts sentences actually run through spaCy.
     """
 
