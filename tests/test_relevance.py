@@ -81,3 +81,22 @@ def test_relevance_gets_a_gradient_and_is_learnt() -> None:
     model.eval()
     out, _ = _run(model, batch, relevance=rel)
     assert [int(r[0]) for r in model.rank(out)] == gold.tolist()
+
+
+def test_multilevel_selector_reads_relevance_only_when_built_with_it() -> None:
+    from parlai_docgraph.models import MultiLevelSelector
+    from test_models import _ml_batch
+
+    b = _ml_batch()
+    args = dict(cand_node=b["segment_index"], cand2example=b["segment2example"],
+                context=torch.randn(7, 16, generator=torch.Generator().manual_seed(1)),
+                num_examples=2, concept_index=b["word_index"], node_passage=b["node_passage"],
+                no_passage_index=b["no_passage_index"])
+    rel = torch.randn(b["x"].size(0), generator=torch.Generator().manual_seed(2))
+    for built in (True, False):
+        torch.manual_seed(0)
+        model = MultiLevelSelector(16, hidden=8, heads=2, num_layers=2, relevance=built).eval()
+        base = model(b["x"], b["edge_index"], **args).scores
+        moved = model(b["x"], b["edge_index"], relevance=rel, **args).scores
+        assert built != torch.allclose(base, moved)
+        assert hasattr(model, "relevance_emb") == built

@@ -267,7 +267,8 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             model = MultiLevelSelector(
                 dim, hidden=opt["gat_hidden"], heads=opt["gat_heads"],
                 num_layers=opt["gat_layers"], dropout=opt["selector_dropout"],
-                alpha=opt["word_loss_alpha"], context_encoder=encoder, pooling=pooling)
+                alpha=opt["word_loss_alpha"], context_encoder=encoder, pooling=pooling,
+                relevance=self._uses_relevance())
         else:
             model = DialogAwareSelector(
                 dim, dim, hidden=opt["selector_hidden"], num_layers=opt["selector_layers"],
@@ -285,7 +286,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
     def _uses_relevance(self) -> bool:
         """``--node-relevance`` for a variant that reads it (Li's graph variants)."""
         return bool(self.opt.get("node_relevance", True)) and self.opt["graph_variant"] in (
-            "full", "sentence", "coref", "homogeneous")
+            "full", "sentence", "coref", "homogeneous", "multilevel")
 
     def _build_prior(self, encoder, node_encoder) -> Optional[SimilarityPrior]:
         """``--similarity-prior`` over the shared (fine-tuned) or a frozen encoder."""
@@ -441,10 +442,10 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             concept_index=batch.concept_index if uses_graph else empty,
             gold=batch.gold if with_gold else None,
             generator=self._gen,
+            relevance=batch.get("graph_relevance"),
             **({"node_passage": batch.get("graph_node_passage"),
                 "no_passage_index": batch.get("no_passage_index")}
-               if self.opt["graph_variant"] == "multilevel" else
-               {"relevance": batch.get("graph_relevance")}),
+               if self.opt["graph_variant"] == "multilevel" else {}),
         )
         return self._add_prior(batch, out)
 

@@ -14,6 +14,7 @@ from torch_geometric.utils import to_undirected
 
 from .common import example_offsets, pool_tokens
 from .multilevel_gat import MultiLevelGAT, word_selection_targets
+from .relevance import RelevanceEmbedding
 from .selector import SelectorOutput
 
 
@@ -41,6 +42,8 @@ class MultiLevelSelector(nn.Module):
     embedding), Eq. 6 word-node selection on S' and Eq. 9
     :math:`\mathcal{L} = \alpha \mathcal{L}_{know} + (1 - \alpha) \mathcal{L}_{word}`.
     Eq. 5 runs over all candidates in training too (the paper samples no negatives).
+    With ``relevance`` (``--node-relevance``, :mod:`.relevance`) every node's input vector
+    also gets :math:`\mathrm{MLP}_\rho(\tilde\rho_v)` (not in Zhang & Tan).
     """
 
     use_graph = True
@@ -50,10 +53,13 @@ class MultiLevelSelector(nn.Module):
     def __init__(
         self, node_dim: int, hidden: int = 128, heads: int = 3, num_layers: int = 2,
         dropout: float = 0.0, alpha: float = 0.5, context_encoder: Optional[nn.Module] = None,
-        pooling: str = "cls",
+        pooling: str = "cls", relevance: bool = False,
     ) -> None:
         super().__init__()
         self.alpha = alpha
+        self.use_relevance = relevance
+        if relevance:
+            self.relevance_emb = RelevanceEmbedding(node_dim)
         self.context_encoder, self.pooling = context_encoder, pooling
         self.gat = MultiLevelGAT(node_dim, hidden, heads, num_layers, dropout, alpha)
 
@@ -76,18 +82,22 @@ class MultiLevelSelector(nn.Module):
         context: Union[Tensor, Mapping[str, Tensor]], num_examples: int,
         concept_index: Optional[Tensor] = None, gold: Optional[Tensor] = None,
         node_passage: Optional[Tensor] = None, no_passage_index: Optional[Tensor] = None,
-        **_: object,
+        relevance: Optional[Tensor] = None, **_: object,
     ) -> MultiLevelSelectorOutput:
         """
         Args: as :meth:`DialogAwareSelector.forward`; ``concept_index``: ``[W]`` word nodes;
         ``node_passage``: ``[N]`` passage of each node (unique across examples, for S');
-        ``no_passage_index``: ``[B]`` ``[no_passage_used]`` segment nodes.
+        ``no_passage_index``: ``[B]`` ``[no_passage_used]`` segment nodes; ``relevance``:
+        ``[N]`` node relevance (read when built with ``relevance``; ``None``: 0).
         """
         h_seg = self._contexts(context).to(x.dtype)
         if h_seg.size(-1) != x.size(-1):
             raise ValueError(f"segment vectors ({h_seg.size(-1)}) and node features "
                              f"({x.size(-1)}) must come from the same encoder size")
         x = x.index_copy(0, cand_node, h_seg)  # Eq. 2 for the candidates' segment nodes
+        if self.use_relevance:
+            rel = relevance if relevance is not None else x.new_zeros(x.size(0))
+            x = x + self.relevance_emb(rel).to(x.dtype)
         words = concept_index if concept_index is not None else x.new_zeros(0, dtype=torch.long)
         # the builder's edges are directed (topic -> segment -> word, head -> dependent); the
         # GAT reads the graph undirected, so words and topics also inform their segments
