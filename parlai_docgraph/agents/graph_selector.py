@@ -177,11 +177,12 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                            "later runs load instead of encoding)")
         group.add_argument(
             "--node-relevance", type="bool", default=True,
-            help="add each document node's cosine relevance to the current turn (frozen "
-            "encoder, mean-pooled; QA-GNN's node relevance scoring) to its initial state, "
-            "so the graph carries which concepts and sentences match the turn to the "
-            "candidates (full, sentence, coref, homogeneous variants); false = Li et al.'s "
-            "model exactly (their recipes set it)")
+            help="add each document node's relevance to the last turn (cosine under the frozen "
+            "encoder, mean-pooled, standardised per graph; QA-GNN's node relevance scoring) "
+            "to its initial state through a small MLP trained at --graph-learningrate, so "
+            "the graph carries which concepts and sentences match the turn to the "
+            "candidates (variants full, sentence, coref, homogeneous, multilevel); false = "
+            "Li et al.'s and Zhang & Tan's models exactly (their recipes set it)")
         add_learning_rate_args(group)
         add_prior_args(group)
         add_backend_args(parser)  # --graph-parser, --graph-coref: declared once, in graphs.spec
