@@ -44,6 +44,7 @@ RECIPE = {
         "--concept-loss-weight", "1.0", "--context-turns", "2", "--pair-truncate", "64",
         "--num-negatives", "3", "--shuffle-candidates", "true",
         "--similarity-prior", "20", "--similarity-prior-encoder", "shared",
+        "--node-relevance", "true",
         "-bs", "8", "-lr", "1e-4", "--encoder-learningrate", "1e-4",
         "--graph-learningrate", "5e-4", "--optimizer", "adamw", "--gradient-clip", "1.0",
         "--num-epochs", "1", "--validation-every-n-epochs", "1",
