@@ -405,6 +405,7 @@ def test_unmerged_clusters_get_coref_edges(dep):
 
 def test_extend_equals_full_rebuild_and_parses_only_new_sentences(dep):
     """Equal up to node ids (extension appends nodes; see graphs.assembly)."""
+    from parlai_docgraph.graphs import extend_document_graph
     from parlai_docgraph.graphs.assembly import canonical_form
     from parlai_docgraph.graphs.parsers.dep import DepParser
 
@@ -414,20 +415,20 @@ def test_extend_equals_full_rebuild_and_parses_only_new_sentences(dep):
         full = build_document_graph([BACH, TOWER, leipzig], parser=dep, **options)
         first = build_document_graph([BACH, TOWER], parser=memo, **options)
         before = memo.parsed_sentences
-        extended = first.extend([leipzig], parser=memo)
+        extended = extend_document_graph(first, [leipzig], parser=memo)
         assert canonical_form(extended) == canonical_form(full)
         extended.validate()
         assert memo.parsed_sentences - before == (0 if options else 2)
         loaded = DocumentGraph.from_dict(json.loads(json.dumps(first.to_dict())))
-        assert canonical_form(loaded.extend([leipzig], parser=dep)) == canonical_form(full)
+        assert canonical_form(extend_document_graph(loaded, [leipzig], parser=dep)) == canonical_form(full)
     bach = concept_with(extended, "Johann Sebastian Bach")
     # new mentions join an old cluster
     assert [s for s, _, _ in bach.mentions] == [0, 1, 2, 6, 7]
     assert mention_texts(extended, bach)[-2:] == ["Bach", "He"]
     with pytest.raises(ValueError, match="built with coref"):
-        first.extend([leipzig], parser=dep, coref="none")
+        extend_document_graph(first, [leipzig], parser=dep, coref="none")
     with pytest.raises(ValueError, match=r"passages\[0\] title"):
-        first.extend([(1, ["x"])], parser=dep)
+        extend_document_graph(first, [(1, ["x"])], parser=dep)
 
 
 # ------------------------------------------------------------------------ bad input
