@@ -285,9 +285,9 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         return model
 
     def _uses_relevance(self) -> bool:
-        """``--node-relevance`` for a variant that reads it (Li's graph variants)."""
-        return bool(self.opt.get("node_relevance", True)) and self.opt["graph_variant"] in (
-            "full", "sentence", "coref", "homogeneous", "multilevel")
+        """``--node-relevance`` for a variant with node features (not ``paths``/``none``)."""
+        return (bool(self.opt.get("node_relevance", True))
+                and self.opt["graph_variant"] not in TEXT_ONLY_VARIANTS)
 
     def _build_prior(self, encoder, node_encoder) -> Optional[SimilarityPrior]:
         """``--similarity-prior`` over the shared (fine-tuned) or a frozen encoder."""

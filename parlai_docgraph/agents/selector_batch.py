@@ -226,7 +226,6 @@ class GraphProvider:
             self._memo.popitem(last=False)
         return item
 
-
     def question_vectors(self, turns: Sequence[str]) -> Tensor:
         """``[B, dim]`` unit-length mean-pooled frozen-encoder vectors of ``turns``."""
         from ..graphs.embed import sentence_vectors
