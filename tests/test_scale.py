@@ -272,3 +272,13 @@ def test_readme_corpus_command_runs_as_written(tmp_path):
                     ("Duties", ["The keeper logs the weather.", "He writes it down at dawn."])]
     store = GraphStore(store_root(str(tmp_path / "data")))
     assert store.load(GraphSpec().key(pool)).meta["num_sentences"] == 4
+
+
+def test_bench_extend_figures_run_on_the_sample(sample_pools):
+    """``parlai-docgraph bench --only scale`` times extension both ways; both must run."""
+    from parlai_docgraph.scripts.bench_scale import extend_figures
+
+    figures = extend_figures(sample_pools, (2, 4), repeats=1)
+    assert set(figures["extend_ms"]) == set(figures["rebuild_extend_ms"]) == {"2", "4"}
+    assert all(v > 0 for v in figures["extend_ms"].values())
+    assert all(v > 0 for v in figures["rebuild_extend_ms"].values())

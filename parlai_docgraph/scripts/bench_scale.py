@@ -154,7 +154,7 @@ def extend_figures(pools: Sequence[Pool], sizes: Sequence[int], repeats: int = 5
             loaded = DocumentGraph(nodes=graph.nodes, edges=graph.edges, meta=graph.meta)
             other = _fresh_passages(flat, 1, fresh + 1)
             start = time.perf_counter()
-            loaded.extend(other, parser=parser)
+            extend_document_graph(loaded, other, parser=parser)
             old.append(time.perf_counter() - start)
         incremental[str(n)] = round(1000 * statistics.median(times), 2)
         rebuild[str(n)] = round(1000 * statistics.median(old), 2)
