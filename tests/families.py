@@ -49,7 +49,7 @@ TOKENIZER_CLASS = dict(roberta="RobertaTokenizer", bert="BertTokenizer", gpt2="G
 
 def corpus() -> List[str]:
     """The bundled WoW-style sample's strings and the OpenDialKG sample triples."""
-    from parlai_docgraph.assets.make_tiny_gpt2 import corpus as sample_text
+    from parlai_docgraph.scripts.make_tiny_gpt2 import corpus as sample_text
     from parlai_docgraph.tasks.docgraph.build import SAMPLE_DATAPATH
 
     triples = Path(SAMPLE_DATAPATH) / "opendialkg" / "opendialkg_triples.txt"

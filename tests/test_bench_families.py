@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from parlai_docgraph.scripts.bench import BENCHMARKS
-from parlai_docgraph.scripts.bench_families import WORKLOADS, config
+from parlai_docgraph.bench.cli import BENCHMARKS
+from parlai_docgraph.bench.families import WORKLOADS, config
 
 #: millions of parameters of the published checkpoints
 PUBLISHED = {"roberta-base": 124.6, "bert-base": 109.5, "gpt2": 124.4, "t5-small": 60.5,
@@ -41,13 +41,13 @@ def test_registered_with_a_workload_per_family():
 
 
 def test_benchmark_module_run_as_main_registers_again_without_clash():
-    """``python -m parlai_docgraph.scripts.bench_gsr`` defines its benchmark a second time
+    """``python -m parlai_docgraph.bench.gsr`` defines its benchmark a second time
     (as ``__main__``): the same function is no clash; another function under the name is."""
     import runpy
 
     from parlai_docgraph.scripts import bench, bench_gsr
 
-    runpy.run_module("parlai_docgraph.scripts.bench_gsr", run_name="not_main")
+    runpy.run_module("parlai_docgraph.bench.gsr", run_name="not_main")
     assert bench.BENCHMARKS["gsr"].__qualname__ == bench_gsr.gsr_benchmark.__qualname__
     with pytest.raises(ValueError, match="already registered"):
         bench.register_benchmark("gsr")(lambda quick=False: {})

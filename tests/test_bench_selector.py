@@ -33,8 +33,8 @@ def test_registered_with_a_maximum_goal():
 
 
 def test_pools_have_the_asked_sizes():
-    from parlai_docgraph.scripts.bench import sample_pools
-    from parlai_docgraph.scripts.bench_selector import eval_message, pool_of_size
+    from parlai_docgraph.bench.cli import sample_pools
+    from parlai_docgraph.bench.selector import eval_message, pool_of_size
 
     passages = [p for pool in sample_pools(("valid",)) for p in pool]
     for n in (10, 40, 160, 400):
@@ -49,7 +49,7 @@ def test_pools_have_the_asked_sizes():
 
 
 def test_quick_figures(tiny_encoder):
-    from parlai_docgraph.scripts.bench_selector import SIZES, selector_benchmark
+    from parlai_docgraph.bench.selector import SIZES, selector_benchmark
 
     torch.set_num_threads(2)
     out = selector_benchmark(quick=True, encoder=tiny_encoder)

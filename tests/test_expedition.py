@@ -2,7 +2,7 @@
 ``docgraph:expedition``: the second generated structure task (issue 17). Its premises are
 tested here (labels, determinism, unseen names, the distractors, cross-passage coreference in
 the real graph), and the claim it exists for: the graph selector beats the cross-encoder
-with the default options (issue 17; ``benchmarks/graph_at_defaults.md``).
+with the default options (issue 17; ``parlai_docgraph/bench/graph_at_defaults.md``).
 """
 
 from __future__ import annotations

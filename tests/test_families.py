@@ -28,7 +28,7 @@ LONG = " ".join(["the band played a long concert in the old city hall"] * 30)
 
 
 def _encoder(directory):
-    from parlai_docgraph.agents.selector_encoder import load_encoder
+    from parlai_docgraph.agents.graph_selector.encoder import load_encoder
 
     return load_encoder(str(directory))
 
@@ -73,7 +73,7 @@ def test_roberta_inputs_stop_two_short_of_its_position_table(tmp_path):
 
 @pytest.mark.parametrize("family", ("roberta", "bert"))
 def test_selector_inputs_begin_with_cls_and_carry_the_right_token_types(family_dirs, family):
-    from parlai_docgraph.agents.selector_batch import collate_examples
+    from parlai_docgraph.agents.graph_selector.batch import collate_examples
 
     encoder, tok = _encoder(family_dirs[family])
     fields = collate_examples(None, [[]], [["first sentence .", "second one ."]], [0],

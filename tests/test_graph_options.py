@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from parlai.core.params import ParlaiParser
 
-from parlai_docgraph.agents.graph_selector import GraphSelectorAgent
+from parlai_docgraph.agents.graph_selector.agent import GraphSelectorAgent
 from parlai_docgraph.graphs.spec import add_graph_args
 
 

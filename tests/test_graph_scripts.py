@@ -270,7 +270,7 @@ def test_selector_reads_the_graphs_build_graphs_wrote(full, pools, tmp_path, mon
     The agent's graph provider loads every pre-built graph: same root, same keys.
     """
     import parlai_docgraph.graphs.semantic as semantic
-    from parlai_docgraph.agents.selector_batch import GraphProvider
+    from parlai_docgraph.agents.graph_selector.batch import GraphProvider
     from parlai_docgraph.graphs.cache import default_store_root
 
     datapath = tmp_path / "dp"

@@ -73,7 +73,7 @@ def test_cli_train_then_eval_fresh_process(variant, extra, tiny_encoder, tmp_pat
     train_log = out.stdout + out.stderr
     assert '"know_loss"' in train_log and "total_train_updates" in train_log
     opt = json.loads(Path(f"{mf}.opt").read_text())
-    assert opt["model"] == "parlai_docgraph.agents.graph_selector:GraphSelectorAgent"
+    assert opt["model"] == "parlai_docgraph.agents.graph_selector.agent:GraphSelectorAgent"
     assert opt["graph_variant"] == variant
     report = _report(out.stdout, "valid:")
     _check_metrics(report, concepts=variant == "full")
@@ -212,11 +212,11 @@ def test_overfits_a_handful_of_examples(variant, lr, extra, tiny_encoder, datapa
 
 
 def test_unknown_variant_and_offline_hub_name_fail_clearly(tiny_encoder, datapath):
-    from parlai_docgraph.agents.selector_batch import check_variant
+    from parlai_docgraph.agents.graph_selector.batch import check_variant
 
     with pytest.raises(ValueError, match="multilevel"):
         check_variant("multi-level")
-    from parlai_docgraph.agents.graph_selector import load_encoder
+    from parlai_docgraph.agents.graph_selector.agent import load_encoder
 
     with pytest.raises(RuntimeError, match="minilm-l6"):
         load_encoder("some-org/not-a-cached-model")
@@ -243,7 +243,7 @@ def test_minilm_smoke(datapath):
 
 
 def test_tiny_encoder_option_is_seeded_and_leaves_the_rng_alone(datapath):
-    from parlai_docgraph.agents.selector_encoder import load_encoder
+    from parlai_docgraph.agents.graph_selector.encoder import load_encoder
 
     torch.manual_seed(123)
     want = torch.rand(1)
@@ -276,7 +276,7 @@ def test_context_is_the_last_two_turns_by_default(tiny_encoder, datapath):
     """Li Eq. 1: x is the most recent two turns (``--context-turns 2``); 0 keeps the whole
     history. On the sample's chosen_sent messages (previous wizard turn + apprentice turn)
     later turns of an episode have a longer history than two lines."""
-    from parlai_docgraph.agents.graph_selector import recent_turns
+    from parlai_docgraph.agents.graph_selector.agent import recent_turns
 
     assert recent_turns("a\nb\nc", 2) == "b\nc" and recent_turns("a\nb\nc", 0) == "a\nb\nc"
     assert recent_turns("only", 2) == "only"

@@ -126,7 +126,7 @@ def test_shards_partition_keys_and_merge(tmp_path, dep):
 
 
 def test_benchmark_figures_quick():
-    from parlai_docgraph.graphs.bench import graph_benchmark
+    from parlai_docgraph.bench.graphs import graph_benchmark
 
     figures = graph_benchmark(DOCS, quick=True)
     assert json.loads(json.dumps(figures)) == figures

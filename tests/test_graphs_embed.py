@@ -151,7 +151,7 @@ def test_disk_cache_recomputes_a_corrupt_entry(encoder_and_tokenizer, tmp_path, 
 def test_selector_graph_provider_uses_the_disk_cache(encoder_and_tokenizer, tmp_path,
                                                      monkeypatch):
     """``--embed-cache``: a second provider (a later run) loads node states from disk."""
-    from parlai_docgraph.agents.selector_batch import GraphProvider
+    from parlai_docgraph.agents.graph_selector.batch import GraphProvider
 
     encoder, tokenizer = encoder_and_tokenizer
     first = GraphProvider("full", encoder, tokenizer, embed_cache=str(tmp_path))
@@ -174,7 +174,7 @@ def test_mean_pooling_for_encoders_trained_with_it(encoder_and_tokenizer, tmp_pa
     sentence-transformers folder's Pooling config (the installed MiniLM: mean)."""
     import json
 
-    from parlai_docgraph.agents.selector_encoder import resolve_encoder
+    from parlai_docgraph.agents.graph_selector.encoder import resolve_encoder
     from parlai_docgraph.graphs.embed import encoder_pooling
 
     encoder, tokenizer = encoder_and_tokenizer

@@ -17,7 +17,7 @@ import torch
 
 from conftest import run_cli, teacher_acts
 
-from parlai_docgraph.agents.gsr_inputs import GSRInputs, PlainLinearizer, make_linearizer
+from parlai_docgraph.agents.gsr.inputs import GSRInputs, PlainLinearizer, make_linearizer
 from parlai_docgraph.kg import fields as kg_fields
 from parlai_docgraph.kg import metrics as kgm
 from parlai_docgraph.kg.linearize import Linearizer
@@ -64,7 +64,7 @@ def test_tiny_t5_assets_small_reproducible_and_hold_the_tokens():
     size = sum(os.path.getsize(os.path.join(TINY_DIR, f)) for f in os.listdir(TINY_DIR))
     assert size < 2_000_000
     out = subprocess.run(
-        [sys.executable, "parlai_docgraph/assets/make_tiny_t5.py", "--check"],
+        [sys.executable, "parlai_docgraph/scripts/make_tiny_t5.py", "--check"],
         capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(__file__)),
     )
     assert out.returncode == 0, out.stderr
@@ -161,7 +161,7 @@ def test_retrieval_pairs_iterate_and_stop(tiny):
 
 
 def test_every_constrained_beam_is_a_valid_kg_path(tiny, sample_turns):
-    from parlai_docgraph.agents.gsr_eval import entity_scores
+    from parlai_docgraph.agents.gsr.evaluation import entity_scores
 
     model, tok, inputs = tiny
     kg = kg_fields.load_kg(sample_turns[0]["kg_file"])[0]
@@ -358,7 +358,7 @@ def test_pretrain_stage_through_parlai_moves_only_special_rows(tmp_path, datapat
 def test_ablation_option_sets_parse():
     from parlai.core.params import ParlaiParser
 
-    from parlai_docgraph.agents.gsr_ablations import ABLATIONS, PAPER_TABLE5, cli_args
+    from parlai_docgraph.agents.gsr.ablations import ABLATIONS, PAPER_TABLE5, cli_args
 
     assert set(ABLATIONS) == set(PAPER_TABLE5)
     for name, variant in ABLATIONS.items():
@@ -410,7 +410,7 @@ def test_train_knowledge_gold_or_retrieved(datapath, sample_turns):
         assert [i for i, _, _ in gen] == list(range(len(acts)))
         infos = batch["gsr"]
         if mode == "retrieved":
-            from parlai_docgraph.agents.gsr_eval import example_kg
+            from parlai_docgraph.agents.gsr.evaluation import example_kg
 
             assert agent.model.training  # retrieval ran in eval mode, then training resumed
             agent.model.eval()  # the same decoding, without dropout

@@ -3,7 +3,7 @@
 import pytest
 from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu
 
-from parlai_docgraph.agents.gsr_eval import CorpusBleuMetric
+from parlai_docgraph.agents.gsr.evaluation import CorpusBleuMetric
 from parlai_docgraph.kg import metrics as kgm
 
 HYPS = [

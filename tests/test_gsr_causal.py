@@ -17,8 +17,8 @@ import torch
 from conftest import run_cli, teacher_acts
 from modern_lm import make_tiny_lm
 
-from parlai_docgraph.agents.gsr_eval import entity_scores
-from parlai_docgraph.agents.gsr_inputs import GSRInputs
+from parlai_docgraph.agents.gsr.evaluation import entity_scores
+from parlai_docgraph.agents.gsr.inputs import GSRInputs
 from parlai_docgraph.kg import fields as kg_fields
 from parlai_docgraph.kg.linearize import Linearizer
 from parlai_docgraph.kg.subgraph import Hop

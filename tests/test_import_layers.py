@@ -1,5 +1,5 @@
 """
-No import cycle inside the package.
+No import cycle inside the package, and no import of a higher layer (:data:`LAYERS`).
 
 Every module of the installed package (``parlai_docgraph/``, plus ``tasks/`` and ``zoo/``
 as they install, ``parlai_docgraph.tasks`` / ``parlai_docgraph.zoo``) is parsed with
@@ -163,6 +163,44 @@ def test_the_package_has_no_import_cycle() -> None:
     assert not new, "import cycles: " + "; ".join(" -> ".join(c) for c in new)
     gone = KNOWN_CYCLES - {frozenset(c) for c in cycles}
     assert not gone, f"no longer cyclic, remove from KNOWN_CYCLES: {sorted(map(sorted, gone))}"
+
+
+#: The layers of the package, lowest first (README, "Architecture"): a module imports its
+#: own layer or lower ones, never a higher one. Keyed by the first name under
+#: ``parlai_docgraph``; the package's ``__init__`` is ``""``.
+LAYERS = (
+    ("", "_hook", "compat", "env", "atomic", "nlp", "text_metrics", "metrics", "assets"),
+    ("graphs", "kg", "recipes"),
+    ("models",),
+    ("tasks", "agents"),
+    ("scripts", "bench", "zoo", "cli"),
+)
+
+
+def layer_of(module: str) -> int:
+    """The index in :data:`LAYERS` of a package module (``KeyError`` for a new top name)."""
+    top = module.split(".")[1] if "." in module else ""
+    for i, names in enumerate(LAYERS):
+        if top in names:
+            return i
+    raise KeyError(f"{module}: add its top-level name {top!r} to LAYERS")
+
+
+def upward_imports(graph: Dict[str, Set[str]]) -> List[str]:
+    """``"a -> b"`` for every import of a higher layer."""
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                  if layer_of(b) > layer_of(a))
+
+
+def test_layers_only_import_downward() -> None:
+    graph = import_graph()
+    assert not upward_imports(graph), "upward imports:\n" + "\n".join(upward_imports(graph))
+
+
+def test_layer_checker_flags_an_upward_import() -> None:
+    graph = {"parlai_docgraph.graphs.x": {"parlai_docgraph.agents.y"},
+             "parlai_docgraph.agents.y": {"parlai_docgraph.graphs.x"}}
+    assert upward_imports(graph) == ["parlai_docgraph.graphs.x -> parlai_docgraph.agents.y"]
 
 
 # ------------------------------------------------------------------ the checker itself

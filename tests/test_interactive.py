@@ -13,9 +13,8 @@ from typing import List
 import pytest
 
 from conftest import save_tiny_encoder
-from parlai_docgraph.agents.interactive import (
-    check_user_text, load_documents, read_document, split_sentences,
-)
+from parlai_docgraph.agents.pipeline.interactive import check_user_text
+from parlai_docgraph.graphs.corpus import load_documents, read_document, split_sentences
 
 pytest.importorskip("transformers")
 

@@ -15,15 +15,17 @@ import pytest
 
 from conftest import teacher_acts
 from parlai_docgraph.tasks.docgraph.errors import BadRows, DatasetFormatError, MissingDatasetFile
-from parlai_docgraph.tasks.docgraph.readers import komodis as reader
+from parlai_docgraph.tasks.docgraph.readers import komodis_split as reader
 from parlai_docgraph.tasks.docgraph.readers.komodis import (
-    SPLIT_FILE_NAME,
     clean_utterance,
-    compute_split,
     dialogue_episodes,
-    load_split,
     read_komodis,
     speaker_of,
+)
+from parlai_docgraph.tasks.docgraph.readers.komodis_split import (
+    SPLIT_FILE_NAME,
+    compute_split,
+    load_split,
 )
 from parlai_docgraph.tasks.docgraph.candidates import sample_candidates
 

@@ -23,6 +23,7 @@ from parlai_docgraph.kg.store import KnowledgeGraph
 from parlai_docgraph.tasks.docgraph.build import SAMPLE_DATAPATH
 from parlai_docgraph.tasks.docgraph.errors import BadRows, DatasetFormatError, MissingDatasetFile
 from parlai_docgraph.tasks.docgraph.readers import opendialkg as odkg
+from parlai_docgraph.tasks.docgraph.readers import opendialkg_split as odkg_split
 
 TASKS = Path(odkg.__file__).resolve().parents[1]  # the package the teachers run from
 REPO_TASKS = Path(__file__).resolve().parents[1] / "tasks" / "docgraph"  # generator scripts
@@ -227,7 +228,7 @@ def test_shipped_split_is_dialoggsrs():
     assert all(shipped[k] == sorted(shipped[k]) for k in sets)
     script = _load_script(REPO_TASKS / "splits" / "make_opendialkg_split.py")
     assert script.render() == (TASKS / "splits" / "opendialkg_split.json").read_text()
-    split, note = odkg.split_rows(13802)
+    split, note = odkg_split.split_rows(13802)
     assert note is None and split == {k: shipped[k] for k in sets}
 
 
@@ -241,8 +242,8 @@ class _Capture(pylogging.Handler):
 
 
 def test_other_csv_is_split_by_the_same_procedure_and_says_so(datapath):
-    split, note = odkg.split_rows(50)
-    assert split == odkg.split_rows(50)[0]
+    split, note = odkg_split.split_rows(50)
+    assert split == odkg_split.split_rows(50)[0]
     assert {k: set(v) for k, v in split.items()} == _dialoggsr_reference(50)
     assert [len(split[k]) for k in ("train", "valid", "test")] == [35, 7, 8]
     assert note == (
@@ -334,7 +335,7 @@ def _future_only(dialogue: odkg.Dialogue) -> List[Set[str]]:
 def test_sample_teacher_messages(datapath, sample_data, fold):
     datatype = "train:ordered" if fold == "train" else fold
     acts = teacher_acts("docgraph:sample_kg", datapath, datatype)
-    split, note = odkg.split_rows(sample_data.num_rows)
+    split, note = odkg_split.split_rows(sample_data.num_rows)
     by_id = {d.index: d for d in sample_data.dialogues}
     expected = [t for i in split[fold] for t in odkg.assistant_turns(by_id[i])]
     assert len(acts) == len(expected) > 0

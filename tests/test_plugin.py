@@ -39,19 +39,21 @@ def test_aliases_are_the_same_modules():
     import parlai.tasks.docgraph.agents as task_alias
     import parlai.zoo.docgraph.sample as zoo_alias
 
-    import parlai_docgraph.agents.graph_selector as real
+    import parlai_docgraph.agents.graph_selector as package
+    import parlai_docgraph.agents.graph_selector.agent as real
     import parlai_docgraph.tasks.docgraph.agents as task_real
     import parlai_docgraph.zoo.sample as zoo_real
 
-    assert alias is real and task_alias is task_real and zoo_alias is zoo_real
-    assert real.GraphSelectorAgent.__module__ == "parlai_docgraph.agents.graph_selector"
-    assert real.__spec__.name == "parlai_docgraph.agents.graph_selector"
+    assert alias is package and task_alias is task_real and zoo_alias is zoo_real
+    assert alias.GraphSelectorAgent is real.GraphSelectorAgent
+    assert real.GraphSelectorAgent.__module__ == "parlai_docgraph.agents.graph_selector.agent"
+    assert real.__spec__.name == "parlai_docgraph.agents.graph_selector.agent"
 
     from parlai.core.loader import load_agent_module, load_teacher_module
 
     assert load_agent_module("docgraph/graph_selector") is real.GraphSelectorAgent
-    from parlai_docgraph.agents.gpt2_responder import GPT2ResponderAgent, Gpt2ResponderAgent
-    from parlai_docgraph.agents.gsr import GSRAgent, GsrAgent
+    from parlai_docgraph.agents.gpt2_responder.agent import GPT2ResponderAgent, Gpt2ResponderAgent
+    from parlai_docgraph.agents.gsr.agent import GSRAgent, GsrAgent
 
     assert load_agent_module("docgraph/gpt2_responder") is GPT2ResponderAgent is Gpt2ResponderAgent
     assert load_agent_module("docgraph/gsr") is GSRAgent is GsrAgent
@@ -156,9 +158,9 @@ def test_every_torch_agent_loads_checkpoints_weights_only(tmp_path, monkeypatch)
     from parlai.core.torch_agent import TorchAgent
 
     from parlai_docgraph.agents.base import WeightsOnlyLoadMixin
-    from parlai_docgraph.agents.gpt2_responder import GPT2ResponderAgent
-    from parlai_docgraph.agents.graph_selector import GraphSelectorAgent
-    from parlai_docgraph.agents.gsr import GSRAgent
+    from parlai_docgraph.agents.gpt2_responder.agent import GPT2ResponderAgent
+    from parlai_docgraph.agents.graph_selector.agent import GraphSelectorAgent
+    from parlai_docgraph.agents.gsr.agent import GSRAgent
 
     for cls in (GraphSelectorAgent, GPT2ResponderAgent, GSRAgent):
         assert cls.load is WeightsOnlyLoadMixin.load, cls
@@ -185,3 +187,24 @@ def test_every_torch_agent_loads_checkpoints_weights_only(tmp_path, monkeypatch)
     assert Agent().load(str(unsafe)) == {"fallback": True}
     with pytest.raises(pickle.UnpicklingError):
         real_load(str(unsafe), weights_only=True)
+
+
+@pytest.mark.parametrize("saved, new", [
+    ("parlai_docgraph.agents.agents:DocgraphAgent", "pipeline.agent:DocgraphAgent"),
+    ("parlai_docgraph.agents.graph_selector:GraphSelectorAgent",
+     "graph_selector.agent:GraphSelectorAgent"),
+    ("parlai_docgraph.agents.gpt2_responder:GPT2ResponderAgent",
+     "gpt2_responder.agent:GPT2ResponderAgent"),
+    ("parlai_docgraph.agents.gpt2_responder:ResponderDictionaryAgent",
+     "gpt2_responder.agent:ResponderDictionaryAgent"),
+    ("parlai_docgraph.agents.gsr:GSRAgent", "gsr.agent:GSRAgent"),
+    ("parlai_docgraph.agents.gsr:GSRDictionaryAgent", "gsr.agent:GSRDictionaryAgent"),
+])
+def test_class_paths_saved_before_the_agent_packages_still_load(saved, new):
+    """Model files record ``module:Class`` (FullyQualifiedOptMixin); files written when each
+    agent was one module keep loading now that each is a package."""
+    from parlai.core.loader import load_agent_module
+
+    from parlai_docgraph.agents.base import qualified_name
+
+    assert qualified_name(load_agent_module(saved)) == "parlai_docgraph.agents." + new

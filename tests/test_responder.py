@@ -62,7 +62,7 @@ def random_prompts(responder, n, seed, know=(1, 128), ctx=(1, 300)):
 def test_tiny_assets_are_small_loadable_and_reproducible():
     from transformers import AutoConfig, PreTrainedTokenizerFast
 
-    from parlai_docgraph.assets import make_tiny_gpt2
+    from parlai_docgraph.scripts import make_tiny_gpt2
 
     size = sum(os.path.getsize(os.path.join(TINY_DIR, f)) for f in os.listdir(TINY_DIR))
     assert size < 500_000
@@ -190,7 +190,7 @@ def test_short_overfit_drops_ppl(tiny, datapath):
     """
     Teacher forcing on the reply only, with gold knowledge: 4 sample turns, 20 Adam steps.
     """
-    from parlai_docgraph.agents.gpt2_responder import knowledge_text
+    from parlai_docgraph.agents.gpt2_responder.agent import knowledge_text
 
     _, tok = tiny
     lm = load_causal_lm("tiny", seed=0)
@@ -241,7 +241,7 @@ def test_stock_cli_train_then_eval_in_fresh_process(tmp_path, datapath):
     )
     assert out.returncode == 0, out.stderr[-3000:]
     saved = json.loads((tmp_path / "responder.opt").read_text())
-    assert saved["model"] == "parlai_docgraph.agents.gpt2_responder:GPT2ResponderAgent"
+    assert saved["model"] == "parlai_docgraph.agents.gpt2_responder.agent:GPT2ResponderAgent"
     assert (tmp_path / "responder.hf" / "config.json").exists()
     assert (tmp_path / "responder.hf" / "tokenizer.json").exists()
 
@@ -303,7 +303,7 @@ def test_local_directory_with_weights_loads_them(tmp_path, tiny):
 def test_stock_parlai_resolves_the_responder():
     from parlai.core.loader import load_agent_module
 
-    from parlai_docgraph.agents.gpt2_responder import GPT2ResponderAgent, Gpt2ResponderAgent
+    from parlai_docgraph.agents.gpt2_responder.agent import GPT2ResponderAgent, Gpt2ResponderAgent
 
     assert load_agent_module("docgraph/gpt2_responder") is GPT2ResponderAgent
     assert Gpt2ResponderAgent is GPT2ResponderAgent

@@ -254,7 +254,7 @@ def test_readme_corpus_command_runs_as_written(tmp_path):
     """README "Scale": ``parlai-docgraph build_graphs --corpus my_docs/ --datapath data``,
     run as written in a folder holding ``my_docs/``; the graph it stores is the one built
     from the document as ``--documents`` reads it (one reader for both)."""
-    from parlai_docgraph.agents.interactive import read_document
+    from parlai_docgraph.graphs.corpus import read_document
     from parlai_docgraph.graphs.cache import GraphStore
     from parlai_docgraph.graphs.spec import GraphSpec
     from parlai_docgraph.scripts.build_graphs import store_root
@@ -276,7 +276,7 @@ def test_readme_corpus_command_runs_as_written(tmp_path):
 
 def test_bench_extend_figures_run_on_the_sample(sample_pools):
     """``parlai-docgraph bench --only scale`` times extension both ways; both must run."""
-    from parlai_docgraph.scripts.bench_scale import extend_figures
+    from parlai_docgraph.bench.scale import extend_figures
 
     figures = extend_figures(sample_pools, (2, 4), repeats=1)
     assert set(figures["extend_ms"]) == set(figures["rebuild_extend_ms"]) == {"2", "4"}

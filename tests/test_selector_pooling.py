@@ -35,7 +35,7 @@ def test_pooling_reaches_model_and_node_features(flag, expected, tiny_encoder, d
 def test_models_saved_before_the_option_keep_cls():
     from parlai.core.opt import Opt
 
-    from parlai_docgraph.agents.graph_selector import GraphSelectorAgent
+    from parlai_docgraph.agents.graph_selector.agent import GraphSelectorAgent
 
     old = GraphSelectorAgent.upgrade_opt(Opt({"encoder_model": "minilm-l6"}))
     assert old["encoder_pooling"] == "cls"

@@ -15,7 +15,7 @@ import pytest
 
 from modern_lm import make_tiny_lm
 
-from parlai_docgraph.agents.gsr_inputs import PlainLinearizer
+from parlai_docgraph.agents.gsr.inputs import PlainLinearizer
 from parlai_docgraph.kg.linearize import Linearizer
 from parlai_docgraph.kg.path_ids import PathEncoder, _named
 from parlai_docgraph.kg.store import KnowledgeGraph

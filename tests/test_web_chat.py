@@ -17,7 +17,7 @@ from typing import Any, Dict
 
 import pytest
 
-from parlai_docgraph.agents.interactive import read_document
+from parlai_docgraph.graphs.corpus import read_document
 from parlai_docgraph.scripts.chat import load_store, serve
 from test_interactive import DOC, model_file  # noqa: F401  (model_file: a fixture)
 

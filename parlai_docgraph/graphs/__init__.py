@@ -18,7 +18,7 @@ Documents -> graphs (no ParlAI imports here).
 Heavy dependencies (spaCy, torch) are imported lazily, on first use.
 """
 
-from .schema import (
+from parlai_docgraph.graphs.schema import (
     CONCEPT_KINDS,
     EDGE_TYPES,
     NODE_TYPES,
@@ -28,8 +28,8 @@ from .schema import (
     Edge,
     Node,
 )
-from .multilevel import build_multilevel_graph
-from .semantic import ABLATIONS, build_document_graph, extend_document_graph
+from parlai_docgraph.graphs.multilevel import build_multilevel_graph
+from parlai_docgraph.graphs.semantic import ABLATIONS, build_document_graph, extend_document_graph
 
 __all__ = [
     "ABLATIONS", "CONCEPT_KINDS", "EDGE_TYPES", "NODE_TYPES", "ROLE_EDGE_TYPES",

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .parsers.base import ParsedSentence
-from .schema import SCHEMA_VERSION, DocumentGraph, GraphBuilder, MentionRef, Node
+from parlai_docgraph.graphs.parsers.base import ParsedSentence
+from parlai_docgraph.graphs.schema import SCHEMA_VERSION, DocumentGraph, GraphBuilder, MentionRef, Node
 
 
 def _canonical_key(ref: MentionRef, text: str) -> Tuple[int, int, int, int]:

@@ -25,8 +25,8 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from ..atomic import write_text_atomic
-from .schema import SCHEMA_VERSION, DocumentGraph
+from parlai_docgraph.atomic import write_text_atomic
+from parlai_docgraph.graphs.schema import SCHEMA_VERSION, DocumentGraph
 
 
 def _canonical(obj: Any) -> str:
@@ -66,9 +66,9 @@ def key_backends(builder: str, items: Sequence[Tuple[str, Sequence[str]]], parse
     if builder == "semantic":
         sentences = [s for _, sents in items for s in sents]
         return [parser.cache_token(sentences), coref.describe()]
-    from .coref import RuleCoref
-    from .multilevel import BUILDER_VERSION
-    from .parsers.dep import DepParser
+    from parlai_docgraph.graphs.coref import RuleCoref
+    from parlai_docgraph.graphs.multilevel import BUILDER_VERSION
+    from parlai_docgraph.graphs.parsers.dep import DepParser
 
     return [DepParser(model).describe(), RuleCoref.version, f"multilevel-v{BUILDER_VERSION}"]
 
@@ -152,10 +152,10 @@ class GraphStore:
         stale. ``builder``: ``semantic`` (options of ``build_document_graph``, ``parser`` and
         ``coref`` as names or instances) or ``multilevel`` (of ``build_multilevel_graph``).
         """
-        from .coref import get_coref
-        from .multilevel import DROP_POS, build_multilevel_graph
-        from .parsers import get_parser
-        from .semantic import build_document_graph, check_passages
+        from parlai_docgraph.graphs.coref import get_coref
+        from parlai_docgraph.graphs.multilevel import DROP_POS, build_multilevel_graph
+        from parlai_docgraph.graphs.parsers import get_parser
+        from parlai_docgraph.graphs.semantic import build_document_graph, check_passages
 
         items = check_passages(passages)
         if builder == "semantic":

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from .parsers.base import Mention, ParsedSentence
+from parlai_docgraph.graphs.parsers.base import Mention, ParsedSentence
 
 MentionRef = Tuple[int, int, int]
 
@@ -353,7 +353,7 @@ class NoCorefRun:
 
 
 def _coreferee(**kwargs: object) -> object:
-    from .neural_coref import CorefereeCoref
+    from parlai_docgraph.graphs.neural_coref import CorefereeCoref
 
     return CorefereeCoref(**kwargs)
 

@@ -23,11 +23,12 @@ still built.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
-from ..nlp import sentences
+from parlai_docgraph.nlp import sentences
 
 Pool = List[Tuple[str, List[str]]]
 SUFFIXES = (".txt", ".md", ".markdown")
@@ -92,6 +93,39 @@ def document_passages(text: str, default_title: str) -> Pool:
         if sentences:
             passages.append((title, sentences))
     return passages
+
+
+def read_document(path: str) -> Pool:
+    """
+    ``[(title, [sentence, ...]), ...]`` of one document (see the module docstring).
+    ``FileNotFoundError`` / ``ValueError`` (no text) name the file.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    if not text.strip():
+        raise ValueError(f"{path}: the document has no text")
+    passages = document_passages(text, Path(path).stem)
+    if not passages:
+        raise ValueError(f"{path}: the document has headings but no sentences")
+    return passages
+
+
+def load_documents(paths: Sequence[str]) -> Tuple[Pool, List[str]]:
+    """
+    The passages of every readable document in ``paths`` and one message per document
+    that could not be used (missing, unreadable, empty); never raises for a bad file.
+    """
+    passages: Pool = []
+    problems: List[str] = []
+    for path in paths:
+        path = os.path.expanduser(path)
+        if not os.path.isfile(path):
+            problems.append(f"document not found: {path} (skipped)")
+            continue
+        try:
+            passages.extend(read_document(path))
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            problems.append(f"document not used: {err}")
+    return passages, problems
 
 
 def read_corpus(path: Union[str, Path]) -> Iterator[Tuple[str, Optional[Pool], Optional[str]]]:

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from .embed_cache import EmbeddingCache, describe_encoder
-from .schema import DocumentGraph
+from parlai_docgraph.graphs.embed_cache import EmbeddingCache, describe_encoder
+from parlai_docgraph.graphs.schema import DocumentGraph
 
 if TYPE_CHECKING:
     from torch import Tensor

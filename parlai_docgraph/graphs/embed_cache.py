@@ -21,7 +21,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, List, Optional, Tuple, Union
 
-from ..atomic import write_text_atomic
+from parlai_docgraph.atomic import write_text_atomic
 
 VERSION = 1
 State = Tuple[Any, List[Tuple[int, int]]]

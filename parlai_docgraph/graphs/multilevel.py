@@ -30,15 +30,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .coref import PRONOUNS, RuleCoref
-from .parsers.base import ParsedSentence
-from .parsers.dep import load_pipeline, parse_doc
-from .schema import SCHEMA_VERSION, DocumentGraph, GraphBuilder
+from parlai_docgraph.graphs.coref import PRONOUNS, RuleCoref
+from parlai_docgraph.graphs.parsers.base import ParsedSentence
+from parlai_docgraph.graphs.parsers.dep import load_pipeline, parse_doc
+from parlai_docgraph.graphs.schema import SCHEMA_VERSION, DocumentGraph, GraphBuilder
 
 #: bumped when a change alters the graphs built (part of the store key): 2 = conjuncts
 #: share preposition bridges
 BUILDER_VERSION = 2
-from .semantic import Passages, check_passages
+from parlai_docgraph.graphs.semantic import Passages, check_passages
 
 NO_PASSAGE = "[no_passage_used]"
 DROP_POS: Tuple[str, ...] = ("PUNCT", "SPACE", "SYM", "DET")

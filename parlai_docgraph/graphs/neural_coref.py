@@ -28,8 +28,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ..nlp import installed_model, new_pipeline
-from .parsers.base import Mention, ParsedSentence
+from parlai_docgraph.nlp import installed_model, new_pipeline
+from parlai_docgraph.graphs.parsers.base import Mention, ParsedSentence
 
 MentionRef = Tuple[int, int, int]
 

@@ -30,7 +30,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
-from .parsers.base import Argument, Mention, ParsedSentence, Parser, Predicate, Relation
+from parlai_docgraph.graphs.parsers.base import Argument, Mention, ParsedSentence, Parser, Predicate, Relation
 
 #: bump when the JSON layout of a parse changes (part of the file name and of every key)
 PARSE_FORMAT_VERSION = 1

@@ -31,7 +31,7 @@ def _build_chunk(config: Dict[str, Any], chunk: Sequence[Job]) -> List[Tuple[str
     """(Ray task) ``(key, graph, None)`` or ``(key, None, reason)`` per pool of ``chunk``."""
     import json
 
-    from .spec import GraphSpec
+    from parlai_docgraph.graphs.spec import GraphSpec
 
     ident = json.dumps(config, sort_keys=True)
     if ident not in _SPECS:

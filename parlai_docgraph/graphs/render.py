@@ -16,7 +16,7 @@ import html
 from pathlib import Path
 from typing import Dict, Iterable, Optional, Tuple, Union
 
-from .schema import DocumentGraph, Node
+from parlai_docgraph.graphs.schema import DocumentGraph, Node
 
 COLOURS: Dict[str, str] = {
     "passage": "#f4f4f4", "sentence": "#8fd18f", "entity": "#f6d55c", "predicate": "#7fb3e6",

@@ -35,11 +35,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from .assembly import SemanticAssembly
-from .coref import get_coref
-from .parsers import Parser, get_parser
-from .parsers.base import ParsedSentence
-from .schema import SCHEMA_VERSION, DocumentGraph, GraphBuilder, MentionRef
+from parlai_docgraph.graphs.assembly import SemanticAssembly
+from parlai_docgraph.graphs.coref import get_coref
+from parlai_docgraph.graphs.parsers import Parser, get_parser
+from parlai_docgraph.graphs.parsers.base import ParsedSentence
+from parlai_docgraph.graphs.schema import SCHEMA_VERSION, DocumentGraph, GraphBuilder, MentionRef
 
 Passages = Sequence[Tuple[str, Sequence[str]]]
 

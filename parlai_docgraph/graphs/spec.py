@@ -135,9 +135,9 @@ class GraphSpec:
     def backends(self) -> Tuple[Any, Any, List[str]]:
         """``(parser, coref, descriptions)``; loads the parser pipeline on first call."""
         if self._backends is None:
-            from .coref import RuleCoref, get_coref
-            from .parsers import get_parser
-            from .parsers.dep import DepParser
+            from parlai_docgraph.graphs.coref import RuleCoref, get_coref
+            from parlai_docgraph.graphs.parsers import get_parser
+            from parlai_docgraph.graphs.parsers.dep import DepParser
 
             if self.kind == "semantic":
                 kwargs: Dict[str, Any] = {}
@@ -146,7 +146,7 @@ class GraphSpec:
                               "model_dir": self.config["amr_model_dir"]}
                 parser = get_parser(self.config["parser"], **kwargs)
                 if self.config["parse_cache"]:
-                    from .parse_cache import CachedParser, ParseCache
+                    from parlai_docgraph.graphs.parse_cache import CachedParser, ParseCache
 
                     parser = CachedParser(parser, ParseCache.for_store(self.config["parse_cache"]))
                 coref = get_coref(self.config["coref"])
@@ -162,8 +162,8 @@ class GraphSpec:
 
     def options(self) -> Dict[str, Any]:
         """The builder keyword options of this spec (part of the key)."""
-        from .multilevel import DROP_POS
-        from .semantic import ABLATIONS
+        from parlai_docgraph.graphs.multilevel import DROP_POS
+        from parlai_docgraph.graphs.semantic import ABLATIONS
 
         if self.kind == "semantic":
             return dict(ABLATIONS[self.config["ablation"]])
@@ -171,8 +171,8 @@ class GraphSpec:
 
     def key(self, passages: Any) -> str:
         """The store key of ``passages``' graph; ``ValueError`` for malformed passages."""
-        from .cache import graph_key, key_backends
-        from .semantic import check_passages
+        from parlai_docgraph.graphs.cache import graph_key, key_backends
+        from parlai_docgraph.graphs.semantic import check_passages
 
         items = check_passages(passages)
         parser, coref, _ = self.backends()
@@ -181,8 +181,8 @@ class GraphSpec:
 
     def build(self, passages: Any) -> Any:
         """Build the graph of ``passages``."""
-        from .multilevel import build_multilevel_graph
-        from .semantic import build_document_graph
+        from parlai_docgraph.graphs.multilevel import build_multilevel_graph
+        from parlai_docgraph.graphs.semantic import build_document_graph
 
         if self.kind == "semantic":
             parser, coref, _ = self.backends()

@@ -57,7 +57,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import torch
 from transformers import LogitsProcessor
 
-from .trie import PathTrie
+from parlai_docgraph.kg.trie import PathTrie
 
 _Entry = Tuple[List[int], List[float]]
 

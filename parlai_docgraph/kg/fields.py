@@ -25,11 +25,11 @@ import os
 from functools import lru_cache
 from typing import Dict, List, Sequence, Tuple
 
-from .linearize import Linearizer
-from .linking import EntityLinker
-from .store import KnowledgeGraph, Triple
-from .subgraph import Hop, Path
-from .turns import DEFAULT_BETA, turn_candidates
+from parlai_docgraph.kg.linearize import Linearizer
+from parlai_docgraph.kg.linking import EntityLinker
+from parlai_docgraph.kg.store import KnowledgeGraph, Triple
+from parlai_docgraph.kg.subgraph import Hop, Path
+from parlai_docgraph.kg.turns import DEFAULT_BETA, turn_candidates
 
 CANDIDATE_FIELDS = (
     "kg_mentioned", "kg_candidates", "kg_candidates_text", "kg_katz",

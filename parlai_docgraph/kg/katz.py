@@ -19,7 +19,7 @@ from typing import Dict, Iterable, List, Optional
 
 import numpy as np
 
-from .store import KnowledgeGraph
+from parlai_docgraph.kg.store import KnowledgeGraph
 
 
 def katz_vector(kg: KnowledgeGraph, mentioned_ids: Iterable[int], beta: float, k: int = 2) -> np.ndarray:

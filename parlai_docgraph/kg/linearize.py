@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Sequence, Tuple
 
-from .store import Triple
-from .subgraph import Hop, Path
+from parlai_docgraph.kg.store import Triple
+from parlai_docgraph.kg.subgraph import Hop, Path
 
 Span = Tuple[int, int, str]
 

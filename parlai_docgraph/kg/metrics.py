@@ -28,7 +28,7 @@ import math
 import re
 from typing import Dict, List, Optional, Sequence
 
-from .store import KnowledgeGraph, Triple
+from parlai_docgraph.kg.store import KnowledgeGraph, Triple
 
 _WS = re.compile(r"\s+")
 _PUNCT = re.compile(r"[^\w\s]")

@@ -17,7 +17,7 @@ the text between two of them, ``" name "``, is tokenized on its own. Each name i
 therefore tokenized once inside the probe ``"[Head] name [Tail]"``. Whether a tokenizer
 really behaves so is checked, not assumed: structural tokens must encode to one id each,
 and the first paths of every encoder are encoded both ways and compared; any difference
-(e.g. plain-text markers, :class:`~parlai_docgraph.agents.gsr_inputs.PlainLinearizer`)
+(e.g. plain-text markers, :class:`~parlai_docgraph.agents.gsr.inputs.PlainLinearizer`)
 switches the encoder to :meth:`encode_text` for good.
 """
 
@@ -26,8 +26,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .linearize import Linearizer
-from .subgraph import Hop
+from parlai_docgraph.kg.linearize import Linearizer
+from parlai_docgraph.kg.subgraph import Hop
 
 LOG = logging.getLogger(__name__)
 #: per path token ids, per path entity index per token (-1: none), entity names

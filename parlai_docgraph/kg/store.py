@@ -29,7 +29,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Un
 import numpy as np
 import scipy.sparse as sp
 
-from .reader import Columns, Interner, triple_chunks, tsv_chunks
+from parlai_docgraph.kg.reader import Columns, Interner, triple_chunks, tsv_chunks
 
 Triple = Tuple[str, str, str]
 

@@ -27,7 +27,7 @@ from typing import Iterable, Iterator, List, Sequence, Tuple
 
 import numpy as np
 
-from .store import KnowledgeGraph, Triple
+from parlai_docgraph.kg.store import KnowledgeGraph, Triple
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .linearize import Linearizer
-from .path_ids import PathEncoder, token_values
-from .subgraph import Hop
+from parlai_docgraph.kg.linearize import Linearizer
+from parlai_docgraph.kg.path_ids import PathEncoder, token_values
+from parlai_docgraph.kg.subgraph import Hop
 
 __all__ = ["PathTrie", "build_path_trie", "token_values"]
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from .katz import katz_scores
-from .linearize import Linearizer
-from .linking import EntityLinker, Mention
-from .store import KnowledgeGraph, Triple
-from .subgraph import Path, candidate_paths, path_triples
+from parlai_docgraph.kg.katz import katz_scores
+from parlai_docgraph.kg.linearize import Linearizer
+from parlai_docgraph.kg.linking import EntityLinker, Mention
+from parlai_docgraph.kg.store import KnowledgeGraph, Triple
+from parlai_docgraph.kg.subgraph import Path, candidate_paths, path_triples
 
 DEFAULT_BETA = 0.1  # Katz attenuation; K = 2 truncates the series, so any beta > 0 is defined
 

@@ -11,8 +11,8 @@ import torch
 from torch import Tensor
 from torch_geometric.utils import scatter
 
-from ..graphs.embed import pool_tokens  # noqa: F401  (the models pool with it)
-from ..graphs.schema import DocumentGraph, Node
+from parlai_docgraph.graphs.embed import pool_tokens  # noqa: F401  (the models pool with it)
+from parlai_docgraph.graphs.schema import DocumentGraph, Node
 
 
 def segment_log_softmax(logits: Tensor, index: Tensor, num_segments: int) -> Tensor:

@@ -32,9 +32,9 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from ..env import offline
-from . import hub
-from .adapters import is_adapted, set_trainable
+from parlai_docgraph.env import offline
+from parlai_docgraph.models import hub
+from parlai_docgraph.models.adapters import is_adapted, set_trainable
 
 TINY = hub.TINY
 TINY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "tiny_t5")
@@ -256,7 +256,7 @@ class GSRModel(nn.Module):
         """
         from transformers import LogitsProcessorList
 
-        from ..kg.constrained import GraphConstrainedLogitsProcessor
+        from parlai_docgraph.kg.constrained import GraphConstrainedLogitsProcessor
 
         if not sources:
             return []

@@ -32,9 +32,9 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from .gsr import LABEL_PAD, GSRModel, right_pad
-from .hub import fit_window, position_limit
-from .responder import left_pad
+from parlai_docgraph.models.gsr import LABEL_PAD, GSRModel, right_pad
+from parlai_docgraph.models.hub import fit_window, position_limit
+from parlai_docgraph.models.responder import left_pad
 
 
 class CausalGSRModel(GSRModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import List, Optional, Sequence, Tuple
 
-from ..env import offline
+from parlai_docgraph.env import offline
 
 TINY = "tiny"
 

@@ -12,10 +12,10 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import to_undirected
 
-from .common import example_offsets, pool_tokens
-from .multilevel_gat import MultiLevelGAT, word_selection_targets
-from .relevance import RelevanceEmbedding
-from .selector import SelectorOutput
+from parlai_docgraph.models.common import example_offsets, pool_tokens
+from parlai_docgraph.models.multilevel_gat import MultiLevelGAT, word_selection_targets
+from parlai_docgraph.models.relevance import RelevanceEmbedding
+from parlai_docgraph.models.selector import SelectorOutput
 
 
 @dataclass
@@ -134,6 +134,6 @@ class MultiLevelSelector(nn.Module):
 
 
 def _as_gat_output(out: MultiLevelSelectorOutput):
-    from .multilevel_gat import MultiLevelOutput
+    from parlai_docgraph.models.multilevel_gat import MultiLevelOutput
 
     return MultiLevelOutput(out.scores, out.cand2example, out.word_logits, out.num_examples)

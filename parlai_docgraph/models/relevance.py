@@ -20,7 +20,7 @@ sentence hears that its merged person node matches the role the user asked about
 sentence hears that the sentence before it names the event the user asked about. Without
 it the score head of Eq. 4 has to learn that match from :math:`[h^L_c; h^0_c]` alone,
 an interaction a few hundred training turns do not teach (issue 17: measured in
-``benchmarks/graph_at_defaults.md``). Li et al. have no such term (``--node-relevance
+``parlai_docgraph/bench/graph_at_defaults.md``). Li et al. have no such term (``--node-relevance
 false`` reproduces their model).
 """
 
@@ -40,7 +40,7 @@ def node_relevance(node_unit: Tensor, question_unit: Tensor, eps: float = 1e-6) 
     Standardising keeps what matters, which node matches the turn *better than the rest
     of its document*: raw MiniLM cosines of a pool sit in a narrow band (measured on
     ``docgraph:expedition``: -0.05 to 0.45, mean 0.16, sd 0.11) that the relevance MLP
-    first has to learn to stretch. With the probe of ``benchmarks/graph_probe.py`` (frozen
+    first has to learn to stretch. With the probe of ``parlai_docgraph/bench/graph_probe.py`` (frozen
     encoder, 40 updates, seeds 0/1) unseen-crew accuracy was 0.18/0.18 raw and 0.85/0.78
     standardised.
 

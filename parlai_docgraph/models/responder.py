@@ -34,8 +34,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..env import offline
-from . import hub
+from parlai_docgraph.env import offline
+from parlai_docgraph.models import hub
 
 TINY = hub.TINY
 TINY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "tiny_gpt2")

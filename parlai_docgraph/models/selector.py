@@ -12,10 +12,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..graphs.schema import EDGE_TYPES, NODE_TYPES, DocumentGraph
-from .common import example_offsets, pool_tokens, sample_negatives, segment_log_softmax
-from .egat import EGATConv
-from .relevance import RelevanceEmbedding
+from parlai_docgraph.graphs.schema import EDGE_TYPES, NODE_TYPES, DocumentGraph
+from parlai_docgraph.models.common import example_offsets, pool_tokens, sample_negatives, segment_log_softmax
+from parlai_docgraph.models.egat import EGATConv
+from parlai_docgraph.models.relevance import RelevanceEmbedding
 
 VARIANTS: Tuple[str, ...] = ("full", "sentence", "coref", "homogeneous", "none")
 #: Type ids past the schema vocabularies for the context node and its edge to its sentence.

@@ -15,7 +15,7 @@ import re
 import shlex
 from typing import List, Sequence
 
-from . import HParam, Recipe, RecipeBook, RecipeError
+from parlai_docgraph.recipes import HParam, Recipe, RecipeBook, RecipeError
 
 BEGIN = "<!-- recipes:begin {section} (generated from parlai_docgraph/recipes/recipes.yaml by " \
         "`parlai-docgraph recipes readme`; edit the file, not this region) -->"

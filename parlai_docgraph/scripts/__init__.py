@@ -4,16 +4,10 @@ Scripts of parlai-docgraph, registered with ParlAI's script registry on import (
 parlai_docgraph.scripts.<name>``.
 """
 
-from . import datasets  # noqa: F401
-from . import build_graphs  # noqa: F401
-from . import show_graph  # noqa: F401
-from . import bench  # noqa: F401
-from . import ablate  # noqa: F401
-from . import heldout  # noqa: F401
-from . import chat  # noqa: F401
-from . import recipes  # noqa: F401  (parlai-docgraph recipes: the papers' table rows)
-from . import bench_selector  # noqa: F401  (registers the "selector" benchmark)
-from . import bench_gsr  # noqa: F401  (registers the "gsr" benchmark)
-from . import bench_trie  # noqa: F401  (registers the "trie" benchmark)
-from . import bench_families  # noqa: F401  (registers the "families" benchmark)
-from . import bench_scale  # noqa: F401  (registers the "scale" benchmark)
+from parlai_docgraph.scripts import datasets  # noqa: F401
+from parlai_docgraph.scripts import build_graphs  # noqa: F401
+from parlai_docgraph.scripts import show_graph  # noqa: F401
+from parlai_docgraph.scripts import ablate  # noqa: F401
+from parlai_docgraph.scripts import heldout  # noqa: F401
+from parlai_docgraph.scripts import chat  # noqa: F401
+from parlai_docgraph.scripts import recipes  # noqa: F401  (parlai-docgraph recipes: the papers' table rows)

@@ -36,7 +36,7 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 from parlai.utils import logging
 
-from ..agents.gsr_ablations import flat_variants as gsr_variants
+from parlai_docgraph.agents.gsr.ablations import flat_variants as gsr_variants
 
 GRAPH_SELECTOR = "docgraph/graph_selector"
 GSR = "docgraph/gsr"
@@ -159,7 +159,7 @@ def ablate(
     split: str = "test",
 ) -> Dict[str, Any]:
     """Run every variant; write ``ablation.json`` and ``ablation.md`` in ``out_dir``."""
-    from ..atomic import write_text_atomic
+    from parlai_docgraph.atomic import write_text_atomic
 
     if steps < 1:
         raise ValueError(f"--steps must be >= 1, got {steps}")

@@ -31,7 +31,7 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 from parlai.utils import logging
 
-from ..agents.web_sessions import ChatError, SessionStore
+from parlai_docgraph.agents.pipeline.web_sessions import ChatError, SessionStore
 
 PAGE = Path(__file__).resolve().parent.parent / "assets" / "chat.html"
 MAX_REQUEST_BYTES = 2_000_000

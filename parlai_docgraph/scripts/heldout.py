@@ -33,9 +33,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
-from ..agents.interactive import Passages
-from ..atomic import write_text_atomic
-from ..tasks.docgraph.docqa import HELDOUT, Question, load_questions
+from parlai_docgraph.graphs.corpus import Pool as Passages
+from parlai_docgraph.atomic import write_text_atomic
+from parlai_docgraph.tasks.docgraph.docqa import HELDOUT, Question, load_questions
 
 #: ``rank(passages, question) -> candidate lines best first`` (``"title sentence"``)
 Ranker = Callable[[Passages, str], List[str]]
@@ -52,8 +52,8 @@ def cosine_ranker(encoder_name: str) -> Ranker:
     """Zero-shot ranking by cosine similarity of mean-pooled sentence embeddings."""
     import torch
 
-    from ..agents.selector_encoder import load_encoder
-    from ..graphs.embed import sentence_vectors
+    from parlai_docgraph.agents.graph_selector.encoder import load_encoder
+    from parlai_docgraph.graphs.embed import sentence_vectors
 
     encoder, tokenizer = load_encoder(encoder_name)
     encoder.eval()
@@ -107,7 +107,7 @@ def reply_grounding(agent: Any, questions: Sequence[Question]) -> Dict[str, Dict
     """
     from parlai.core.metrics import F1Metric
 
-    from ..text_metrics import rouge
+    from parlai_docgraph.text_metrics import rouge
 
     if not hasattr(agent, "responder"):
         raise ValueError("reply grounding needs a -m docgraph pipeline")
@@ -132,8 +132,14 @@ def is_pipeline(model_file: str) -> bool:
     """Whether ``model_file`` is a ``-m docgraph`` pipeline (its saved opt says so)."""
     from parlai.core.opt import Opt
 
+    from parlai.core.loader import load_agent_module
+
+    from parlai_docgraph.agents.pipeline.agent import DocgraphAgent
+
     model = str(Opt.load(f"{model_file}.opt").get("model", ""))
-    return model in ("docgraph", "parlai_docgraph.agents.agents:DocgraphAgent")
+    # the class, not the saved name: files saved before the agents became packages name
+    # parlai_docgraph.agents.agents:DocgraphAgent
+    return bool(model) and load_agent_module(model) is DocgraphAgent
 
 
 def table(rows: Sequence[Tuple[str, float]], n: int, docs: int) -> str:

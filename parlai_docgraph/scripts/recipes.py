@@ -34,8 +34,8 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 from parlai.utils import logging
 
-from .. import recipes as rb
-from ..recipes import readme as rm
+from parlai_docgraph import recipes as rb
+from parlai_docgraph.recipes import readme as rm
 
 ACTIONS = ("list", "show", "run", "check", "readme")
 _NUMBER = re.compile(r"^-\d|^-\.\d")
@@ -237,7 +237,7 @@ class Recipes(ParlaiScript):
 
 
 def readme_action(book: rb.RecipeBook, path: str, check_only: bool) -> Tuple[bool, str]:
-    from ..atomic import write_text_atomic
+    from parlai_docgraph.atomic import write_text_atomic
 
     with open(path, encoding="utf-8") as f:
         text = f.read()

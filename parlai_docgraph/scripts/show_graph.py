@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
-from .build_graphs import GraphSpec, add_graph_args, iterate_examples, load_verified, \
+from parlai_docgraph.scripts.build_graphs import GraphSpec, add_graph_args, iterate_examples, load_verified, \
     parse_datatypes, store_root
 
 MODEL_FILE_UNSUPPORTED = (

@@ -14,13 +14,13 @@ ParlAI teachers of the ``docgraph`` task family (``-t docgraph:<teacher>[:option
 | ``docgraph:docqa``                     | questions over whole documents (test: the held-out set of ``heldout_eval``) |
 """
 
-from .docqa import DocqaTeacher
-from .expedition import ExpeditionTeacher
-from .holle import HolleTeacher
-from .komodis import KomodisTeacher
-from .opendialkg import OpendialkgTeacher, SampleKgTeacher
-from .synthetic import SyntheticTeacher
-from .wow import SampleTeacher, WowTeacher
+from parlai_docgraph.tasks.docgraph.docqa import DocqaTeacher
+from parlai_docgraph.tasks.docgraph.expedition import ExpeditionTeacher
+from parlai_docgraph.tasks.docgraph.holle import HolleTeacher
+from parlai_docgraph.tasks.docgraph.komodis import KomodisTeacher
+from parlai_docgraph.tasks.docgraph.opendialkg import OpendialkgTeacher, SampleKgTeacher
+from parlai_docgraph.tasks.docgraph.synthetic import SyntheticTeacher
+from parlai_docgraph.tasks.docgraph.wow import SampleTeacher, WowTeacher
 
 
 class DefaultTeacher(SampleTeacher):

@@ -20,7 +20,7 @@ from typing import Dict, Optional
 
 from parlai_docgraph.env import offline
 
-from .errors import MissingDatasetFile
+from parlai_docgraph.tasks.docgraph.errors import MissingDatasetFile
 
 SAMPLE_DATAPATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sample_data")
 

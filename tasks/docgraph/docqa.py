@@ -13,7 +13,7 @@ sentence of its document (issue 14: the questions a user asks in ``parlai intera
   ``parlai-docgraph heldout_eval`` reports.
 
 Documents are read exactly as ``--documents`` reads them
-(:func:`~parlai_docgraph.agents.interactive.read_document`); a question's knowledge pool is
+(:func:`~parlai_docgraph.graphs.corpus.read_document`); a question's knowledge pool is
 its whole document. ``--label-type chosen_sent`` labels with the answering line (``title
 sentence``) among the document's lines; ``response`` labels with the answering sentence
 itself (an extractive reply). Rows of ``questions.jsonl`` are JSON objects with
@@ -33,10 +33,10 @@ from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 
 import parlai_docgraph
-from parlai_docgraph.agents.interactive import Passages, read_document
+from parlai_docgraph.graphs.corpus import Pool as Passages, read_document
 
-from .base import DocgraphDialogTeacher
-from .wow import add_knowledge_label_args, pool_message
+from parlai_docgraph.tasks.docgraph.base import DocgraphDialogTeacher
+from parlai_docgraph.tasks.docgraph.wow import add_knowledge_label_args, pool_message
 
 DOCQA = Path(__file__).resolve().parent / "sample_data" / "docqa"
 # the package's assets, wherever ``tasks/`` lives (an editable install keeps the repository

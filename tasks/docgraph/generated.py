@@ -14,9 +14,9 @@ from typing import Any, Iterator, List, Tuple
 from parlai.core.message import Message
 from parlai.core.opt import Opt
 
-from .base import DocgraphDialogTeacher
-from .graphs import GraphAttachMixin
-from .wow import pool_message
+from parlai_docgraph.tasks.docgraph.base import DocgraphDialogTeacher
+from parlai_docgraph.tasks.docgraph.graphs import GraphAttachMixin
+from parlai_docgraph.tasks.docgraph.wow import pool_message
 
 
 @dataclass

@@ -23,13 +23,13 @@ from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 from parlai.utils import logging
 
-from .base import DocgraphDialogTeacher
-from .graphs import GraphAttachMixin
-from .build import raw_file
-from .candidates import add_candidate_args, example_rng, sample_candidates
-from .readers.holle import HolleStats, read_holle, read_multi_reference
-from .readers.wow import KnowledgeTurn
-from .wow import TurnCounts, add_knowledge_label_args, episode_messages, log_turn_counts
+from parlai_docgraph.tasks.docgraph.base import DocgraphDialogTeacher
+from parlai_docgraph.tasks.docgraph.graphs import GraphAttachMixin
+from parlai_docgraph.tasks.docgraph.build import raw_file
+from parlai_docgraph.tasks.docgraph.candidates import add_candidate_args, example_rng, sample_candidates
+from parlai_docgraph.tasks.docgraph.readers.holle import HolleStats, read_holle, read_multi_reference
+from parlai_docgraph.tasks.docgraph.readers.wow import KnowledgeTurn
+from parlai_docgraph.tasks.docgraph.wow import TurnCounts, add_knowledge_label_args, episode_messages, log_turn_counts
 
 SPLIT_FILES = {"train": "train_data.json", "valid": "dev_data.json", "test": "test_data.json"}
 MULTI_FILE = "multi_reference_test.json"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator, Tuple
 
-from .errors import DatasetFormatError
+from parlai_docgraph.tasks.docgraph.errors import DatasetFormatError
 
 _WS = " \t\n\r"
 

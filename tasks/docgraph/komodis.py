@@ -36,11 +36,12 @@ from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 from parlai.utils import logging
 
-from .base import DocgraphDialogTeacher
-from .build import raw_file
-from .candidates import add_candidate_args, example_rng, sample_candidates
-from .kg_candidates import KgCandidatesMixin, add_kg_candidate_args, kg_candidate_kwargs
-from .readers.komodis import SPLIT_FILE_NAME, dialogue_episodes, load_split, read_komodis
+from parlai_docgraph.tasks.docgraph.base import DocgraphDialogTeacher
+from parlai_docgraph.tasks.docgraph.build import raw_file
+from parlai_docgraph.tasks.docgraph.candidates import add_candidate_args, example_rng, sample_candidates
+from parlai_docgraph.tasks.docgraph.kg_candidates import KgCandidatesMixin, add_kg_candidate_args, kg_candidate_kwargs
+from parlai_docgraph.tasks.docgraph.readers.komodis import dialogue_episodes, read_komodis
+from parlai_docgraph.tasks.docgraph.readers.komodis_split import SPLIT_FILE_NAME, load_split
 
 from parlai_docgraph.kg import fields as kg_fields
 
@@ -54,7 +55,7 @@ def _name_linker(path: str, mtime_ns: int, size: int):
     """An entity linker over every subject/object name in ``dataset.json``."""
     from parlai_docgraph.kg.linking import EntityLinker
 
-    from .errors import BadRows
+    from parlai_docgraph.tasks.docgraph.errors import BadRows
 
     dialogues = read_komodis(path, BadRows(skip=True))
     names = {e for d in dialogues for h, _, t in d.kg_triples() for e in (h, t)}

@@ -41,11 +41,12 @@ from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 from parlai.utils import logging
 
-from .base import DocgraphDialogTeacher
-from .build import SAMPLE_DATAPATH, raw_file
-from .candidates import add_candidate_args, example_rng, sample_candidates
-from .kg_candidates import KgCandidatesMixin, add_kg_candidate_args, kg_candidate_kwargs
-from .readers.opendialkg import assistant_turns, read_opendialkg, split_rows
+from parlai_docgraph.tasks.docgraph.base import DocgraphDialogTeacher
+from parlai_docgraph.tasks.docgraph.build import SAMPLE_DATAPATH, raw_file
+from parlai_docgraph.tasks.docgraph.candidates import add_candidate_args, example_rng, sample_candidates
+from parlai_docgraph.tasks.docgraph.kg_candidates import KgCandidatesMixin, add_kg_candidate_args, kg_candidate_kwargs
+from parlai_docgraph.tasks.docgraph.readers.opendialkg import assistant_turns, read_opendialkg
+from parlai_docgraph.tasks.docgraph.readers.opendialkg_split import split_rows
 
 from parlai_docgraph.kg import fields as kg_fields
 

@@ -59,8 +59,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 
-from .generated import GeneratedTaskTeacher, GeneratedTurn
-from .wow import add_knowledge_label_args
+from parlai_docgraph.tasks.docgraph.generated import GeneratedTaskTeacher, GeneratedTurn
+from parlai_docgraph.tasks.docgraph.wow import add_knowledge_label_args
 
 #: version of the generator; bump when a change alters the examples of a seed
 GENERATOR_VERSION = 1

@@ -24,10 +24,10 @@ from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 from parlai.utils import logging
 
-from .base import DocgraphDialogTeacher
-from .graphs import GraphAttachMixin
-from .build import SAMPLE_DATAPATH, wow_file
-from .readers.wow import NO_PASSAGE, KnowledgeTurn, read_wow
+from parlai_docgraph.tasks.docgraph.base import DocgraphDialogTeacher
+from parlai_docgraph.tasks.docgraph.graphs import GraphAttachMixin
+from parlai_docgraph.tasks.docgraph.build import SAMPLE_DATAPATH, wow_file
+from parlai_docgraph.tasks.docgraph.readers.wow import NO_PASSAGE, KnowledgeTurn, read_wow
 
 TOKEN_KNOWLEDGE = "__knowledge__"
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Tuple
 
-from .base import Argument, Mention, ParsedSentence, Parser, Predicate, Relation
+from parlai_docgraph.graphs.parsers.base import Argument, Mention, ParsedSentence, Parser, Predicate, Relation
 
 
 def _dep(**kwargs: Any) -> Parser:
-    from .dep import DepParser
+    from parlai_docgraph.graphs.parsers.dep import DepParser
 
     return DepParser(**kwargs)
 
 
 def _amr(**kwargs: Any) -> Parser:
-    from .amr import AMRParser
+    from parlai_docgraph.graphs.parsers.amr import AMRParser
 
     return AMRParser(**kwargs)
 

@@ -34,8 +34,8 @@ import re
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
-from .base import Argument, ParsedSentence, Parser, Predicate, Relation
-from .dep import load_pipeline, token_mention
+from parlai_docgraph.graphs.parsers.base import Argument, ParsedSentence, Parser, Predicate, Relation
+from parlai_docgraph.graphs.parsers.dep import load_pipeline, token_mention
 
 MODEL_HELP = (
     "download an amrlib parse (stog) model, e.g. parse_xfm_bart_large from "

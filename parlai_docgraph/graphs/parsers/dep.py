@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ...nlp import load_spacy
-from .base import Argument, Mention, ParsedSentence, Parser, Predicate, Relation
+from parlai_docgraph.nlp import load_spacy
+from parlai_docgraph.graphs.parsers.base import Argument, Mention, ParsedSentence, Parser, Predicate, Relation
 
 NOMINAL = frozenset({"NOUN", "PROPN", "PRON"})
 SUBJECT_ROLES = {"nsubj": "ARG0", "nsubjpass": "ARG1"}

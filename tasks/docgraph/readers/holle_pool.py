@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from .holle_spans import PUNCS_RE, SpanMatch, match_span
-from .wow import NO_PASSAGE, Passage
+from parlai_docgraph.tasks.docgraph.readers.holle_spans import PUNCS_RE, SpanMatch, match_span
+from parlai_docgraph.tasks.docgraph.readers.wow import NO_PASSAGE, Passage
 
 #: ``labels`` value -> source passage title; 4 means no knowledge
 LABEL_SOURCES: Dict[int, str] = {0: "plot", 1: "review", 2: "comments", 3: "fact_table"}

@@ -19,11 +19,11 @@ import sys
 
 def _reader():
     try:
-        from parlai_docgraph.tasks.docgraph.readers import komodis
+        from parlai_docgraph.tasks.docgraph.readers import komodis_split as komodis
     except ImportError:  # run from a checkout that is not installed
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         sys.path.insert(0, os.path.dirname(root))
-        from tasks.docgraph.readers import komodis  # type: ignore[no-redef]
+        from tasks.docgraph.readers import komodis_split as komodis  # type: ignore[no-redef]
     return komodis
 
 

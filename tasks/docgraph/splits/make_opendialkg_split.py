@@ -6,7 +6,7 @@ DialogGSR (mlvlab/DialogGSR @ 9540fd8d, ``preprocess/preprocess_data.py::main``,
 274-301) lists the ids ``1000000 + row`` in row order, calls ``random.seed(42)`` and
 ``random.shuffle`` on that list, and cuts it at ``int(n * 0.7)`` and
 ``int(n * (0.7 + 0.15))``. The permutation depends only on the number of rows, so the
-lists are computed here without the CSV (see ``readers/opendialkg.py::dialoggsr_split``).
+lists are computed here without the CSV (see ``readers/opendialkg_split.py::dialoggsr_split``).
 
     python tasks/docgraph/splits/make_opendialkg_split.py          # rewrite the file
     python tasks/docgraph/splits/make_opendialkg_split.py --check  # exit 1 if it differs
@@ -31,10 +31,10 @@ SOURCE = (
 
 def _reader():
     try:
-        from parlai_docgraph.tasks.docgraph.readers import opendialkg
+        from parlai_docgraph.tasks.docgraph.readers import opendialkg_split as opendialkg
     except ImportError:  # run from a checkout without the package installed
         sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
-        from tasks.docgraph.readers import opendialkg  # type: ignore
+        from tasks.docgraph.readers import opendialkg_split as opendialkg  # type: ignore
     return opendialkg
 
 

@@ -1,0 +1,492 @@
+"""
+``-m docgraph/gpt2_responder``: response generation from selected knowledge (Li et al.
+Eq. 9) with any Hugging Face causal LM.
+
+* ``--responder-model``: ``gpt2`` (default; any hub name works the same way), ``tiny``
+  (the bundled offline GPT-2 config + byte-level BPE tokenizer trained on the bundled
+  sample, weights initialised from ``--responder-seed``), or a local directory
+  (``config.json`` + tokenizer files, with or without weights). ``<datapath>/hf/<name>/``
+  is used when it holds a ``config.json`` (ParlAI PR #3027's layout). Offline, a hub name
+  that is not in the HF cache fails with a message saying what to install and where.
+* Input: ``knowledge <eos> context <eos>`` then the reply and ``<eos>``; knowledge is the
+  message's gold ``title`` + ``checked_sentence`` (the WoW teachers' fields; the pipeline
+  agent puts its *selected* sentence in the same fields), the context is the dialogue
+  history, truncated from the left to its latest ``--responder-context-truncate`` (128)
+  tokens. Everything, reply included, fits in ``--responder-max-length`` (286) tokens.
+* Loss and ``ppl``: the LM loss over the reply tokens only (teacher forcing with the gold
+  knowledge), recorded like ParlAI's generator metrics (``loss``, ``ppl``,
+  ``token_acc``, ``token_em``).
+* Generation: :meth:`_generate` is overridden to use
+  :class:`parlai_docgraph.models.responder.Responder` (left padding, explicit position
+  ids, transformers-5 ``DynamicCache``), driven by ParlAI's own options:
+  ``--inference greedy`` (default), ``beam`` (``--beam-size``, ``--beam-min-length``,
+  ``--beam-length-penalty``), ``topk`` (top-k ``--topk`` *then* top-p ``--topp``; the
+  defaults here, 20 and 0.95, are the paper's sampler; ``--topp 1`` gives plain top-k),
+  ``nucleus`` (top-p ``--topp`` only). ``--beam-block-ngram`` and the delayed-beam
+  variants are not supported (delayed variants fall back to ``beam``).
+* ROUGE: every generated reply is scored against its references with
+  :func:`parlai_docgraph.text_metrics.rouge` (``rouge-score`` F-measures) and reported as
+  ``rouge_1``, ``rouge_2``, ``rouge_L``; with several references (Holl-E's
+  ``multi_eval_labels``, or several ``eval_labels``) each figure is the maximum over them.
+* Selected knowledge: a message may carry ``selected_knowledge`` (``{"title", "sentence"}``,
+  set by the ``-m docgraph`` pipeline after its selector ran). Loss and ``ppl`` still use
+  the gold knowledge (teacher forcing); generation then reads the *selected* sentence.
+* Saving writes ``<model_file>.hf/`` (the LM's ``config.json`` + tokenizer files) beside
+  the checkpoint, so ``-mf`` reloads offline without the original source.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from typing import List, Optional, Tuple
+
+import torch
+
+from parlai.core.agents import Agent
+from parlai.core.dict import DictionaryAgent
+from parlai.core.metrics import AverageMetric
+from parlai.core.torch_agent import Output
+from parlai.core.opt import Opt
+from parlai.core.params import ParlaiParser
+from parlai.core.torch_generator_agent import PPLMetric, TorchGeneratorAgent
+from parlai.utils import logging
+
+from parlai_docgraph.models import chat
+
+from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
+from parlai_docgraph.agents.lm_adapters import add_adapter_args, adapt_lm, lm_dtype
+from parlai_docgraph.agents.graph_selector.messages import NO_PASSAGE
+
+HF_SUFFIX = ".hf"
+
+
+def saved_hf_dir(opt: Opt) -> Optional[str]:
+    """
+    ``<model_file>.hf`` (or ``<init_model>.hf``) when a saved responder left one.
+    """
+    for key in ("model_file", "init_model"):
+        path = opt.get(key)
+        if path and os.path.isfile(os.path.join(path + HF_SUFFIX, "config.json")):
+            return path + HF_SUFFIX
+    return None
+
+
+def knowledge_text(obs) -> str:
+    """
+    ``"title: checked sentence"`` from the message, ``no_passages_used`` without one.
+    """
+    return format_knowledge(obs.get("title"), obs.get("checked_sentence"))
+
+
+def format_knowledge(title: Optional[str], sentence: Optional[str]) -> str:
+    """
+    ``"title: sentence"``; ``no_passages_used`` for an empty or no-passage sentence.
+    """
+    sentence = (sentence or "").strip()
+    title = (title or "").strip()
+    if not sentence or sentence == NO_PASSAGE:
+        return NO_PASSAGE
+    if title and title != NO_PASSAGE:
+        return f"{title}: {sentence}"
+    return sentence
+
+
+def reply_references(obs) -> List[str]:
+    """
+    The references a reply is scored against: ``multi_eval_labels`` (Holl-E's multi-reference
+    test) when present, else every label of the message.
+    """
+    for key in ("multi_eval_labels", "eval_labels", "labels"):
+        refs = [r for r in (obs.get(key) or ()) if isinstance(r, str) and r.strip()]
+        if refs:
+            return refs
+    return []
+
+
+class ResponderDictionaryAgent(DictionaryAgent):
+    """
+    A ParlAI dictionary over the responder's Hugging Face tokenizer (prebuilt; nothing is
+    counted or built). Tokenizer from ``<model_file>.hf`` when saved, else from
+    ``--responder-model``.
+    """
+
+    def __init__(self, opt: Opt, shared=None) -> None:
+        Agent.__init__(self, opt)
+        if shared:
+            self.hf_tokenizer = shared["hf_tokenizer"]
+        else:
+            from parlai_docgraph.models.responder import load_tokenizer
+
+            source = saved_hf_dir(opt) or opt.get("responder_model", "gpt2")
+            self.hf_tokenizer = load_tokenizer(source, opt.get("datapath"))
+        tok = self.hf_tokenizer
+        self.tok2ind = dict(tok.get_vocab())
+        self.ind2tok = {i: t for t, i in self.tok2ind.items()}
+        self.freq = defaultdict(int, {t: 1 for t in self.tok2ind})
+        self.end_token = tok.eos_token
+        if chat.use_template(opt.get("chat_template") or "false", tok):  # replies end their turn
+            self.end_token = tok.convert_ids_to_tokens(chat.end_of_turn_id(tok))
+        self.null_token = tok.pad_token or tok.eos_token
+        self.start_token = tok.bos_token or tok.eos_token
+        self.unk_token = tok.unk_token or tok.eos_token
+        self._unk_token_idx = self.tok2ind.get(self.unk_token)
+        self.tokenizer = "hf"
+        self.lower = False
+        self.minfreq = 0
+        self.maxtokens = -1
+        self.opt = opt
+
+    def is_prebuilt(self) -> bool:
+        return True
+
+    def __len__(self) -> int:
+        return len(self.hf_tokenizer)
+
+    def txt2vec(self, text: str, vec_type=list):
+        ids = self.hf_tokenizer.encode(text, add_special_tokens=False)
+        if vec_type in (list, tuple):
+            return vec_type(ids)
+        if vec_type is torch.Tensor or vec_type is torch.LongTensor:
+            return torch.LongTensor(ids)
+        return vec_type(ids)
+
+    def vec2txt(self, vector, **kwargs) -> str:
+        if hasattr(vector, "tolist"):
+            vector = vector.tolist()
+        return self.hf_tokenizer.decode(
+            [int(i) for i in vector],
+            skip_special_tokens=True,
+            clean_up_tokenization_spaces=False,
+        )
+
+    def tokenize(self, text: str, building: bool = False) -> List[str]:
+        return self.hf_tokenizer.tokenize(text)
+
+    def act(self):
+        return {}
+
+    def share(self):
+        shared = super().share()
+        shared["hf_tokenizer"] = self.hf_tokenizer
+        return shared
+
+    def save(self, filename=None, append=False, sort=True) -> None:
+        """
+        A small JSON note; the tokenizer itself is saved in ``<model_file>.hf``.
+        """
+        filename = filename or self.opt.get("dict_file")
+        if not filename:
+            return
+        os.makedirs(os.path.dirname(os.path.abspath(filename)), exist_ok=True)
+        with open(filename, "w", encoding="utf-8") as f:
+            json.dump(
+                {
+                    "dictionary": "parlai_docgraph.agents.gpt2_responder.agent:ResponderDictionaryAgent",
+                    "responder_model": self.opt.get("responder_model"),
+                    "size": len(self),
+                },
+                f,
+            )
+            f.write("\n")
+
+    def load(self, filename: str) -> None:
+        pass
+
+
+class _Beams:
+    """
+    What ParlAI's ``eval_step`` reads from a beam: ``get_rescored_finished()``.
+    """
+
+    def __init__(self, finished: List[Tuple[torch.Tensor, torch.Tensor, None]]) -> None:
+        self._finished = finished
+
+    def get_rescored_finished(self, n_best=None):
+        return self._finished[:n_best] if n_best else self._finished
+
+
+class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
+    """
+    A causal LM that writes the reply from ``[knowledge; context]`` (Li et al. Eq. 9).
+    """
+
+    @classmethod
+    def dictionary_class(cls):
+        return ResponderDictionaryAgent
+
+    @classmethod
+    def add_cmdline_args(
+        cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
+    ) -> ParlaiParser:
+        super().add_cmdline_args(parser, partial_opt)
+        group = parser.add_argument_group("docgraph GPT-2 responder")
+        group.add_argument(
+            "--responder-model",
+            type=str,
+            default="gpt2",
+            help="causal LM: a hub name (cached when offline), a local directory, or "
+            "'tiny' (bundled offline GPT-2 config + tokenizer, seeded random weights)",
+        )
+        group.add_argument(
+            "--responder-context-truncate",
+            type=int,
+            default=128,
+            help="keep the latest N context tokens",
+        )
+        group.add_argument(
+            "--responder-knowledge-truncate",
+            type=int,
+            default=128,
+            help="keep the first N knowledge tokens",
+        )
+        group.add_argument(
+            "--responder-max-length",
+            type=int,
+            default=286,
+            help="max tokens of input + reply",
+        )
+        group.add_argument(
+            "--responder-seed",
+            type=int,
+            default=0,
+            help="seed of the initial weights when the source has none (e.g. 'tiny')",
+        )
+        group.add_argument(
+            "--chat-template",
+            type=str,
+            default="auto",
+            choices=chat.SETTINGS,
+            help="feed knowledge (system message) and history (user/assistant turns) through "
+            "the tokenizer's chat template, replies ending with its end-of-turn token; auto: "
+            "when the tokenizer has one (instruction-tuned models), false: the plain "
+            "'knowledge <eos> context <eos>' layout",
+        )
+        add_adapter_args(parser)
+        parser.set_defaults(topk=20, topp=0.95)
+        return parser
+
+    # ------------------------------------------------------------------ model
+    def build_model(self):
+        from parlai_docgraph.models.responder import Responder, load_causal_lm
+
+        saved = saved_hf_dir(self.opt)
+        lm = load_causal_lm(
+            saved or self.opt.get("responder_model", "gpt2"),
+            self.opt.get("datapath"),
+            seed=self.opt.get("responder_seed", 0),
+            pretrained=saved is None,
+            dtype=lm_dtype(self.opt),
+        )
+        tok = self.dict.hf_tokenizer
+        known = lm.get_input_embeddings().num_embeddings
+        if known < len(tok):
+            lm.resize_token_embeddings(len(tok))
+        # LoRA: tokens the LM did not know keep trainable rows
+        lm = adapt_lm(lm, self.opt, range(known, len(tok)))
+        return Responder(
+            lm,
+            eos_id=tok.convert_tokens_to_ids(self.dict.end_token),
+            pad_id=self.dict[self.dict.null_token],
+            context_truncate=self.opt.get("responder_context_truncate", 128),
+            knowledge_truncate=self.opt.get("responder_knowledge_truncate", 128),
+            max_length=self.opt.get("responder_max_length", 286),
+        )
+
+    def _responder(self):
+        model = self.model
+        return getattr(model, "module", model)
+
+    def uses_chat_template(self) -> bool:
+        """``--chat-template`` resolved against the tokenizer (see :mod:`..models.chat`)."""
+        if not hasattr(self, "_chat"):
+            self._chat = chat.use_template(self.opt.get("chat_template") or "auto", self.dict.hf_tokenizer)
+        return self._chat
+
+    def build_prompt(self, knowledge: str, history_string: str, turns: List[str]) -> List[int]:
+        """Prompt ids: through the chat template, or ``knowledge <eos> context <eos>``."""
+        responder = self._responder()
+        if self.uses_chat_template():
+            return chat.chat_prompt(self.dict.hf_tokenizer, knowledge, turns,
+                                    responder.context_truncate, responder.knowledge_truncate)
+        return responder.build_prompt(self.dict.txt2vec(knowledge), self.dict.txt2vec(history_string))
+
+    def save(self, path: Optional[str] = None) -> None:
+        super().save(path)
+        path = self.opt.get("model_file") if path is None else path
+        if path and getattr(self, "model", None) is not None:
+            target = path + HF_SUFFIX
+            os.makedirs(target, exist_ok=True)
+            self._responder().lm.config.save_pretrained(target)
+            self.dict.hf_tokenizer.save_pretrained(target)
+
+    # ------------------------------------------------------------------ vectorising
+    def _set_text_vec(self, obs, history, truncate):
+        if "text" not in obs:
+            return obs
+        history_string = history.get_history_str() if history is not None else None
+        if history_string is None:
+            history_string = obs.get("text") or ""
+        context = self.dict.txt2vec(history_string)
+        turns = list(history.history_strings) if history is not None and history.history_strings else [history_string]
+        responder = self._responder()
+        prompt = self.build_prompt(knowledge_text(obs), history_string, turns)
+        obs.force_set("full_text", history_string)
+        obs.force_set("history_turns", turns)
+        obs.force_set("context_original_length", len(context))
+        obs.force_set(
+            "context_truncate_rate", len(context) > (responder.context_truncate or len(context))
+        )
+        obs.force_set("text_vec", torch.LongTensor(prompt))
+        return obs
+
+    def _set_label_vec(self, obs, add_start, add_end, truncate):
+        super()._set_label_vec(obs, False, True, None)  # may return None; obs is updated
+        text_vec = obs.get("text_vec")
+        if text_vec is None:
+            return obs
+        budget = self._responder().target_budget(len(text_vec))
+        for key in ("labels_vec", "eval_labels_vec"):
+            vec = obs.get(key)
+            if vec is not None and len(vec) > budget:
+                obs.force_set(key, vec[:budget])
+        return obs
+
+    def is_valid(self, obs) -> bool:
+        """A message without text (e.g. the human's end-of-input act) has nothing to answer."""
+        return super().is_valid(obs) and obs.get("text_vec") is not None
+
+    def batchify(self, obs_batch, sort=False):
+        """
+        ParlAI's batch, plus the unpadded prompts and targets (``responder_prompts``,
+        ``responder_targets``): with GPT-2, pad == EOS, so padding cannot be stripped
+        from ``text_vec`` / ``label_vec`` afterwards.
+        """
+        batch = super().batchify(obs_batch, sort=sort)
+        if batch.batchsize == 0 or batch.valid_indices is None:
+            return batch
+        exs = [obs_batch[i] for i in batch.valid_indices]
+        batch["responder_prompts"] = [[int(i) for i in ex["text_vec"]] for ex in exs]
+        targets = None
+        if batch.label_vec is not None:
+            field = "labels_vec" if any("labels_vec" in ex for ex in exs) else "eval_labels_vec"
+            targets = [[int(i) for i in ex.get(field, [])] for ex in exs]
+        batch["responder_targets"] = targets
+        batch["responder_gen_prompts"] = [self._generation_prompt(ex) for ex in exs]
+        batch["responder_refs"] = [reply_references(ex) for ex in exs]
+        return batch
+
+    def _generation_prompt(self, ex) -> List[int]:
+        """
+        The prompt generation reads: the message's ``text_vec`` (gold knowledge), or, when
+        the pipeline set ``selected_knowledge``, the same context with that sentence.
+        """
+        selected = ex.get("selected_knowledge")
+        if not selected:
+            return [int(i) for i in ex["text_vec"]]
+        knowledge = format_knowledge(selected.get("title"), selected.get("sentence"))
+        history_string = ex.get("full_text") or ex.get("text") or ""
+        return self.build_prompt(knowledge, history_string, list(ex.get("history_turns") or [history_string]))
+
+    def _batch_pairs(self, batch) -> Tuple[List[List[int]], Optional[List[List[int]]]]:
+        return batch["responder_prompts"], batch.get("responder_targets")
+
+    # ------------------------------------------------------------------ loss
+    def compute_loss(self, batch, return_output=False):
+        if batch.label_vec is None:
+            raise ValueError("Cannot compute loss without a label.")
+        prompts, targets = self._batch_pairs(batch)
+        loss_per_token, target_ids, notnull, preds = self._responder().token_losses(
+            prompts, targets
+        )
+        self.record_local_metric("loss", AverageMetric.from_mask(loss_per_token, notnull))
+        self.record_local_metric("ppl", PPLMetric.from_mask(loss_per_token, notnull))
+        correct = (target_ids == preds) & notnull
+        self.record_local_metric("token_acc", AverageMetric.from_mask(correct, notnull))
+        num_target = notnull.long().sum(dim=-1)
+        self.record_local_metric(
+            "token_em", AverageMetric.many(correct.long().sum(dim=-1) == num_target)
+        )
+        loss = loss_per_token.sum() / num_target.sum().clamp(min=1)
+        if return_output:
+            return loss, (loss_per_token, preds)
+        return loss
+
+    # ------------------------------------------------------------------ evaluation
+    def eval_step(self, batch):
+        """
+        ParlAI's evaluation (loss, ``ppl``, generation), plus ROUGE-1/2/L of each generated
+        reply: the maximum F-measure over the message's references.
+        """
+        output = super().eval_step(batch)
+        if output is None or not output.text or not batch.get("responder_refs"):
+            return output
+        self._record_rouge(batch, output)
+        return output
+
+    def _record_rouge(self, batch, output: Output) -> None:
+        from parlai_docgraph.text_metrics import ROUGE_KEYS, rouge
+
+        values = {name: [] for name in ROUGE_KEYS.values()}
+        scored = False
+        for refs, text in zip(batch["responder_refs"], output.text):
+            scores = rouge(text or "", refs) if refs and text is not None else None
+            scored = scored or scores is not None
+            for name in values:
+                # AverageMetric(0, 0) adds nothing to the mean: no reference to score against
+                values[name].append(
+                    AverageMetric(scores[name]) if scores else AverageMetric(0, 0))
+        if scored:
+            for name, vals in values.items():
+                self.record_local_metric(name, vals)
+
+    # ------------------------------------------------------------------ generation
+    def _generation_config(self, beam_size: int, max_ts: int):
+        from parlai_docgraph.models.responder import GenerationConfig
+
+        inference = self.opt.get("inference", "greedy")
+        common = dict(
+            max_new_tokens=max_ts,
+            min_length=self.opt.get("beam_min_length", 0) or 0,
+            length_penalty=self.opt.get("beam_length_penalty", 0.65),
+            temperature=self.opt.get("temperature", 1.0) or 1.0,
+        )
+        if inference == "greedy":
+            return GenerationConfig(method="greedy", **common)
+        if inference in ("beam", "delayedbeam", "delayednucleusbeam"):
+            if inference != "beam":
+                logging.warning(f"--inference {inference} is not supported; using beam")
+            return GenerationConfig(method="beam", beam_size=max(beam_size, 1), **common)
+        if inference == "topk":
+            return GenerationConfig(
+                method="sample", topk=self.opt.get("topk", 20), topp=self.opt.get("topp", 1.0), **common
+            )
+        if inference == "nucleus":
+            return GenerationConfig(method="sample", topk=0, topp=self.opt.get("topp", 0.95), **common)
+        raise ValueError(f"unsupported --inference {inference}")
+
+    def _generate(self, batch, beam_size, max_ts, prefix_tokens=None):
+        if prefix_tokens is not None:
+            raise NotImplementedError("prefix tokens are not supported by the responder")
+        prompts = batch.get("responder_gen_prompts") or self._batch_pairs(batch)[0]
+        config = self._generation_config(beam_size, max_ts)
+        results = self._responder().generate(prompts, config)
+        beam_preds_scores, beams = [], []
+        device = batch.text_vec.device
+        for hyps in results:
+            finished = [
+                (
+                    torch.LongTensor(h.tokens + [self.END_IDX]).to(device),
+                    torch.tensor(h.rescored),
+                    None,
+                )
+                for h in hyps
+            ]
+            beam_preds_scores.append(finished[0])
+            beams.append(_Beams(finished))
+        return beam_preds_scores, beams
+
+
+#: the class name ParlAI derives from ``docgraph/gpt2_responder``
+Gpt2ResponderAgent = GPT2ResponderAgent

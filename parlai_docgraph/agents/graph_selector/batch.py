@@ -1,0 +1,354 @@
+"""
+From WoW-format messages to the flat tensors that
+:class:`~parlai_docgraph.models.selector.DialogAwareSelector` reads: graph building / loading with node features, candidate -> sentence-node mapping, and
+collation into fields a ParlAI ``Batch`` carries (``Batch.to(device)`` moves every tensor
+field, so nothing here is a PyG object).
+
+No ParlAI imports: the agent (``graph_selector.py``) calls these from ``batchify``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from parlai_docgraph.graphs.concept_label import concept_label
+from parlai_docgraph.graphs.schema import NODE_TYPE_ID, DocumentGraph
+from parlai_docgraph.models.relevance import node_relevance
+from parlai_docgraph.models.selector import concept_labels
+from parlai_docgraph.agents.graph_selector.inputs import encode_candidates
+from parlai_docgraph.agents.graph_selector.messages import (  # noqa: F401  (re-exported: the agent's message helpers)
+    KNOWLEDGE_SEPARATOR, NO_PASSAGE, Passages, candidate_sentences, message_passages,
+)
+
+#: ``--graph-variant`` -> options of ``graphs.semantic.build_document_graph`` (None: no graph;
+#: ``builder`` picks ``graphs.multilevel.build_multilevel_graph``).
+VARIANT_BUILD_OPTIONS: Dict[str, Optional[Dict[str, Any]]] = {
+    "full": {},
+    "sentence": {"sentence_graph": True},
+    "coref": {"role_edges": False},
+    "homogeneous": {"homogeneous": True},
+    "multilevel": {"builder": "multilevel"},
+    "paths": {},
+    "none": None,
+}
+#: Variants whose model reads no node features (``paths`` reads the graph as text).
+TEXT_ONLY_VARIANTS = ("paths", "none")
+#: ``--multilevel-ablation`` (Zhang & Tan Table 3) -> options of ``build_multilevel_graph``.
+MULTILEVEL_ABLATIONS: Dict[str, Dict[str, Any]] = {
+    "none": {},
+    "no_topic_nodes": {"topic_nodes": False},
+    "no_word_nodes": {"word_nodes": False},
+}
+
+
+def check_variant(variant: str) -> None:
+    """``ValueError`` naming the choices when ``variant`` is not a known graph variant."""
+    if variant not in VARIANT_BUILD_OPTIONS:
+        raise ValueError(f"unknown --graph-variant {variant!r}; choose from "
+                         f"{', '.join(VARIANT_BUILD_OPTIONS)}")
+
+
+def multilevel_build_options(variant: str, ablation: str = "none") -> Dict[str, Any]:
+    """Graph-builder switches of ``--multilevel-ablation`` (``ValueError`` when it is set
+    for another variant, where it would be silently ignored)."""
+    ablation = ablation or "none"
+    if ablation not in MULTILEVEL_ABLATIONS:
+        raise ValueError(f"unknown --multilevel-ablation {ablation!r}; choose from "
+                         f"{', '.join(MULTILEVEL_ABLATIONS)}")
+    if ablation != "none" and variant != "multilevel":
+        raise ValueError(f"--multilevel-ablation {ablation} applies to --graph-variant "
+                         f"multilevel only (got {variant!r})")
+    return dict(MULTILEVEL_ABLATIONS[ablation])
+
+
+@dataclass
+class ExampleGraph:
+    """
+    One pool's graph ready for collation: ``tensors`` (``to_tensors()`` of the graph; a
+    semantic graph gets one trailing *no-passage* node: type ``passage``, zero features, no
+    edges, the node a ``no_passages_used`` candidate attaches to; the multi-level graph has
+    its own ``[no_passage_used]`` segment), ``x`` node features (``[N, dim]``, ``None`` for
+    the text-only ``paths`` variant), ``sentence_node`` (``[S]`` node id of global sentence
+    ``s``), ``concept_node`` (``[M]``: concept nodes, or word nodes of the multi-level
+    graph), ``no_passage`` (node id), ``node_passage`` (``[N]``), the ``graph`` itself and
+    ``unit_x`` (``[N, dim]`` unit-length mean-pooled node vectors for the question
+    relevance of :mod:`~parlai_docgraph.models.relevance`; zero row for the no-passage node).
+    """
+
+    tensors: Dict[str, Any]
+    x: Optional[Tensor]
+    sentence_node: Tensor
+    concept_node: Tensor
+    graph: DocumentGraph
+    no_passage: int
+    node_passage: Tensor
+    unit_x: Optional[Tensor] = None
+
+    @property
+    def no_passage_node(self) -> int:
+        return self.no_passage
+
+
+def _pool_key(passages: Passages) -> str:
+    return hashlib.sha256(json.dumps(passages, ensure_ascii=False).encode()).hexdigest()
+
+
+class GraphProvider:
+    """
+    Graphs and frozen node features per knowledge pool, built once and memoised.
+
+    Graphs come from a :class:`~parlai_docgraph.graphs.cache.GraphStore` (``store_root``;
+    built and stored when missing) or are built in process (``store_root=None``); a pool
+    that extends a memoised one (``base``, ``--background per_turn``) is built with
+    ``extend_document_graph``. Node features are :func:`~parlai_docgraph.graphs.embed.embed_graph`
+    vectors from the frozen ``node_encoder`` (none for ``paths``), sentence and passage nodes
+    pooled by ``pooling`` (``cls`` or ``mean``). Both are kept in an in-process LRU memo of
+    ``memo_size`` pools. ``build_options`` are added to the variant's builder options
+    (``--multilevel-ablation``: :func:`multilevel_build_options`).
+    """
+
+    def __init__(
+        self, variant: str, node_encoder: Any, tokenizer: Any, store_root: Optional[str] = None,
+        parser: str = "dep", coref: str = "rule", memo_size: int = 256,
+        embed_cache: Optional[str] = None, build_options: Optional[Dict[str, Any]] = None,
+        pooling: str = "cls",
+    ) -> None:
+        check_variant(variant)
+        self.pooling = pooling
+        self.variant = variant
+        options = VARIANT_BUILD_OPTIONS[variant]
+        self.builder = "semantic" if options is None else options.get("builder", "semantic")
+        self.options = None if options is None else {
+            **{k: v for k, v in options.items() if k != "builder"}, **(build_options or {})}
+        self.node_encoder, self.tokenizer = node_encoder, tokenizer
+        self.parser_name, self.coref_name = parser, coref
+        self._parser = self._coref = None
+        self.store = None
+        if store_root and self.options is not None:
+            from parlai_docgraph.graphs.cache import GraphStore
+
+            self.store = GraphStore(store_root)
+        self.memo_size = memo_size
+        self.embed_cache = None  # folder -> EmbeddingCache on first use (needs the encoder)
+        if embed_cache is not None and node_encoder is not None:
+            from parlai_docgraph.graphs.embed import encoder_limit
+            from parlai_docgraph.graphs.embed_cache import EmbeddingCache, describe_encoder
+
+            limit = encoder_limit(node_encoder, tokenizer, None)
+            self.embed_cache = EmbeddingCache(
+                embed_cache, describe_encoder(node_encoder, tokenizer, limit))
+        self._memo: "OrderedDict[str, ExampleGraph]" = OrderedDict()
+        self.extended = 0  # graphs made by extend_document_graph (per_turn background)
+
+    @property
+    def uses_graph(self) -> bool:
+        return self.options is not None
+
+    def _backends(self) -> Tuple[Any, Any]:
+        if self._parser is None and not self.options.get("sentence_graph"):
+            from parlai_docgraph.graphs.coref import get_coref
+            from parlai_docgraph.graphs.parsers import get_parser
+
+            kwargs = {"memo_size": 20000} if self.parser_name == "dep" else {}
+            self._parser = get_parser(self.parser_name, **kwargs)
+            self._coref = get_coref(self.coref_name)
+        return self._parser, self._coref
+
+    def build(self, passages: Passages, base: Optional[Passages] = None) -> DocumentGraph:
+        """The document graph of ``passages`` for this variant (extended, stored, or built)."""
+        if self.builder == "multilevel":
+            from parlai_docgraph.graphs.multilevel import build_multilevel_graph
+
+            if self.store is not None:
+                return self.store.get_or_build(passages, "multilevel", **self.options)
+            return build_multilevel_graph(passages, **self.options)
+        from parlai_docgraph.graphs.semantic import build_document_graph, extend_document_graph
+
+        parser, coref = self._backends()
+        kwargs = dict(self.options)
+        if not kwargs.get("sentence_graph"):
+            kwargs.update(parser=parser, coref=coref)
+        if base is not None and len(base) < len(passages) and passages[:len(base)] == base:
+            hit = self._memo.get(_pool_key(base))
+            if hit is not None:
+                self.extended += 1
+                backends = {} if kwargs.get("sentence_graph") else {"parser": parser, "coref": coref}
+                return extend_document_graph(hit.graph, passages[len(base):], **backends)
+        if self.store is not None:
+            return self.store.get_or_build(passages, "semantic", **kwargs)
+        return build_document_graph(passages, **kwargs)
+
+    def get(self, passages: Passages, base: Optional[Passages] = None) -> ExampleGraph:
+        """The memoised :class:`ExampleGraph` of one pool (``base``: a pool it extends)."""
+        key = _pool_key(passages)
+        hit = self._memo.get(key)
+        if hit is not None:
+            self._memo.move_to_end(key)
+            return hit
+        from parlai_docgraph.models.common import graph_index
+
+        graph = self.build(passages, base)
+        tensors = graph.to_tensors()
+        index = graph_index(graph)
+        x = unit = None
+        if self.variant not in TEXT_ONLY_VARIANTS:
+            from parlai_docgraph.graphs.embed import embed_graph
+
+            emb = embed_graph(graph, self.node_encoder, self.tokenizer,
+                              cache=self.embed_cache, pooling=self.pooling)
+            x, unit = emb.vectors, torch.nn.functional.normalize(emb.mean_vectors, dim=-1)
+        if self.builder == "multilevel":
+            no_passage = int(graph.meta["no_passage_node"])
+            words = index["word_node"]
+            passage = index["node_passage"]
+        else:  # a trailing no-passage node
+            no_passage = int(tensors["num_nodes"])
+            tensors["node_type"] = torch.cat(
+                [tensors["node_type"], torch.tensor([NODE_TYPE_ID["passage"]])])
+            tensors["num_nodes"] = no_passage + 1
+            if x is not None:
+                x = torch.cat([x, x.new_zeros(1, x.size(1))])
+                unit = torch.cat([unit, unit.new_zeros(1, unit.size(1))])
+            words = index["concept_node"]
+            passage = torch.cat([index["node_passage"], torch.tensor([len(passages)])])
+        item = ExampleGraph(tensors, x, index["sentence_node"], words, graph, no_passage,
+                            passage, unit)
+        self._memo[key] = item
+        while len(self._memo) > self.memo_size:
+            self._memo.popitem(last=False)
+        return item
+
+    def question_vectors(self, turns: Sequence[str]) -> Tensor:
+        """``[B, dim]`` unit-length mean-pooled frozen-encoder vectors of ``turns``."""
+        from parlai_docgraph.graphs.embed import sentence_vectors
+
+        return sentence_vectors(list(turns), self.node_encoder, self.tokenizer).cpu()
+
+
+def shuffled_order(n: int, rng: random.Random) -> List[int]:
+    """A uniformly random permutation of ``range(n)`` (training candidate order, ParlAI#1570)."""
+    order = list(range(n))
+    rng.shuffle(order)
+    return order
+
+
+def with_paths(candidate: str, paths: str, tokenizer: Any, budget: int) -> str:
+    """
+    ``"{candidate} {paths}"`` with ``paths`` cut on a token boundary so that the whole first
+    segment takes at most ``budget`` tokens (the candidate is never cut here). The pair is
+    then truncated ``longest_first``: a first segment within half the limit leaves the
+    trimming to the (left-cut) context, so the candidate reaches the encoder.
+    """
+    if not paths:
+        return candidate
+    # [CLS] a [SEP] b [SEP]: 3; RoBERTa's <s> a </s></s> b </s>: 4
+    room = budget - len(tokenizer.tokenize(candidate)) - tokenizer.num_special_tokens_to_add(pair=True)
+    if room <= 0:
+        return candidate
+    offsets = tokenizer(paths, add_special_tokens=False,
+                        return_offsets_mapping=True)["offset_mapping"]
+    if len(offsets) > room:
+        paths = paths[: offsets[room - 1][1]]
+    return f"{candidate} {paths}"
+
+
+def collate_examples(
+    provider: Optional[GraphProvider], passages: Sequence[Passages],
+    candidates: Sequence[Sequence[str]], gold: Sequence[int], contexts: Sequence[str],
+    tokenizer: Any, max_length: int, bases: Optional[Sequence[Optional[Passages]]] = None,
+    path_hops: int = 2, path_max_tuples: Optional[int] = 10, input_format: str = "li",
+    questions: Optional[Sequence[str]] = None,
+) -> Dict[str, Any]:
+    """
+    Flat batch fields for ``B`` examples (candidates already in the order to score them).
+
+    Tensor fields: ``cand_input_ids`` / ``cand_attention_mask`` (/ ``cand_token_type_ids``)
+    ``[C, T]`` (Eq. 1 input ``[s_i; x]``, or Zhang & Tan's tagged sequence for
+    ``input_format="zhang_tan"`` (:mod:`.selector_input`), the context truncated from the
+    left; ``paths``:
+    ``s_i`` followed by at most ``path_max_tuples`` path tuples, cut to fit half of
+    ``max_length`` so the candidate itself always survives), ``cand2example`` ``[C]``, ``gold``
+    ``[B]`` (-1: label not among the candidates), and with node features ``graph_x``,
+    ``graph_edge_index``, ``graph_node_type``, ``graph_edge_type``, ``graph_node_passage``
+    (passage ids unique across the batch), ``cand_node`` ``[C]``, ``concept_index`` ``[M]``
+    (multi-level: word nodes), ``concept_label`` ``[M]``, ``concept2example`` ``[M]``,
+    ``no_passage_index`` ``[B]``; ``concept_texts`` (per example, the display names of its
+    ``concept_index`` nodes in order, ``None`` for predicates and pronouns). ``cand_node`` is a zero vector without features.
+    With ``questions`` (one turn per example) and node features, ``graph_relevance`` ``[N]``:
+    each node's :func:`~parlai_docgraph.models.relevance.node_relevance` to its example's turn.
+    """
+    bases = list(bases) if bases is not None else [None] * len(passages)
+    graphs = ([provider.get(pool, base) for pool, base in zip(passages, bases)]
+              if provider is not None and provider.uses_graph else None)
+    sents = [candidate_sentences(pool, cands) for pool, cands in zip(passages, candidates)]
+    texts = [list(c) for c in candidates]
+    if graphs is not None and provider.variant == "paths":
+        from parlai_docgraph.agents.graph_selector.paths import linearized_paths
+
+        for b, eg in enumerate(graphs):
+            for i, s in enumerate(sents[b]):
+                paths = (linearized_paths(eg.graph, s, path_hops, path_max_tuples)
+                         if s >= 0 else "")
+                texts[b][i] = with_paths(texts[b][i], paths, tokenizer, max_length // 2)
+    flat_cands = [c for cands in texts for c in cands]
+    flat_ctx = [ctx for ctx, cands in zip(contexts, candidates) for _ in cands]
+    enc = encode_candidates(tokenizer, flat_cands, flat_ctx, max_length, input_format)
+    out: Dict[str, Any] = {
+        "cand_input_ids": enc["input_ids"], "cand_attention_mask": enc["attention_mask"],
+        "cand2example": torch.cat([torch.full((len(c),), b, dtype=torch.long)
+                                   for b, c in enumerate(candidates)]),
+        "gold": torch.tensor(list(gold), dtype=torch.long),
+    }
+    if "token_type_ids" in enc:
+        out["cand_token_type_ids"] = enc["token_type_ids"]
+    if graphs is None or graphs[0].x is None:
+        out["cand_node"] = torch.zeros(len(flat_cands), dtype=torch.long)
+        return out
+    xs, edges, ntypes, etypes, cand_node, concepts, labels, c2e = [], [], [], [], [], [], [], []
+    node_passage, no_passage, concept_texts, relevance = [], [], [], []
+    question = (provider.question_vectors(questions)
+                if questions is not None and graphs[0].unit_x is not None else None)
+    offset = passage_base = 0
+    for b, (eg, sent) in enumerate(zip(graphs, sents)):
+        if question is not None:
+            relevance.append(node_relevance(eg.unit_x, question[b]))
+        cand_node += [offset + (int(eg.sentence_node[s]) if s >= 0 else eg.no_passage_node)
+                      for s in sent]
+        gold_sentences = [sent[gold[b]]] if gold[b] >= 0 and sent[gold[b]] >= 0 else []
+        lab = concept_labels(eg.graph, gold_sentences)
+        ids = eg.concept_node.tolist()
+        concepts += [offset + i for i in ids]
+        labels += [lab.get(i, 0.0) for i in ids]
+        concept_texts.append([concept_label(eg.graph.nodes[i].text, eg.graph.nodes[i].kind)
+                              for i in ids])
+        c2e += [b] * len(ids)
+        xs.append(eg.x)
+        edges.append(eg.tensors["edge_index"] + offset)
+        ntypes.append(eg.tensors["node_type"])
+        etypes.append(eg.tensors["edge_type"])
+        node_passage.append(eg.node_passage + passage_base)
+        passage_base += int(eg.node_passage.max()) + 1
+        no_passage.append(offset + eg.no_passage_node)
+        offset += int(eg.tensors["num_nodes"])
+    out.update(
+        graph_x=torch.cat(xs), graph_edge_index=torch.cat(edges, dim=1),
+        graph_node_type=torch.cat(ntypes), graph_edge_type=torch.cat(etypes),
+        graph_node_passage=torch.cat(node_passage),
+        cand_node=torch.tensor(cand_node, dtype=torch.long),
+        concept_index=torch.tensor(concepts, dtype=torch.long),
+        concept_label=torch.tensor(labels, dtype=torch.float),
+        concept2example=torch.tensor(c2e, dtype=torch.long),
+        no_passage_index=torch.tensor(no_passage, dtype=torch.long),
+        concept_texts=concept_texts,
+    )
+    if question is not None:
+        out["graph_relevance"] = torch.cat(relevance)
+    return out

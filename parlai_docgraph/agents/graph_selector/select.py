@@ -1,0 +1,49 @@
+"""
+:meth:`SelectMixin.select`: the graph selector's ranking without a teacher, for
+interactive use over a user's documents (and the ``-m docgraph`` pipeline).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import torch
+from parlai.core.torch_agent import Batch
+
+from parlai_docgraph.agents.graph_selector.evaluation import top_concepts
+
+
+class SelectMixin:
+    """Adds :meth:`select` to :class:`~.graph_selector.GraphSelectorAgent`."""
+
+    @torch.no_grad()
+    def select(self, passages, context: str, candidates: Optional[List[str]] = None
+               ) -> Dict[str, Any]:
+        """
+        Rank knowledge sentences without a teacher (e.g. over a user's documents).
+
+        ``passages``: ``[(title, [sentence, ...]), ...]``; ``context``: the dialogue so far
+        (turns joined by newlines); ``candidates``: knowledge lines ``"{title} {sentence}"``
+        (default: every sentence of ``passages``). Returns ``sentence`` (the best
+        candidate), ``scores`` (``{candidate: score}``, best first) and ``top_concepts``
+        (the 5 best-scored concept / word texts of the graph, ``[]`` without concepts).
+        """
+        pool = [(str(t), [str(x) for x in sents]) for t, sents in passages]
+        cands = list(candidates) if candidates else [f"{t} {x}" for t, ss in pool for x in ss]
+        if not cands:
+            raise ValueError("select() needs at least one candidate or passage sentence")
+        fields = self._collate([pool], [cands], [-2], [context], [context])
+        batch = Batch(batchsize=1, candidates=[cands], turns=[context], **fields)
+        if self.use_cuda:
+            batch = batch.to("cuda")
+        self.model.eval()
+        out = self._forward(batch, with_gold=False)
+        scores = out.scores.float().cpu()
+        order = torch.sort(scores, descending=True, stable=True).indices.tolist()
+        concepts: List[str] = []
+        if self.selector.use_concepts and fields.get("concept_texts") is not None:
+            concepts = top_concepts(out.concept_logits.float().cpu(),
+                                    fields["concept2example"], fields["concept_texts"])[0]
+        return {"sentence": cands[order[0]],
+                "scores": {cands[i]: float(scores[i]) for i in order},
+                "top_concepts": concepts}

@@ -1,0 +1,13 @@
+"""
+``-m docgraph/gsr``: DialogGSR (Park et al.): knowledge-graph paths generated under a
+prefix-trie constraint with a Katz prior, then a response from the retrieved subgraph.
+
+ParlAI resolves ``-m docgraph/gsr`` to this package and reads ``GsrAgent`` from it.
+Modules: ``agent`` (the agent), ``inputs`` (messages -> token ids and tries),
+``evaluation`` (retrieval and generation metrics), ``ablations`` (Park et al.'s ablation
+option sets).
+"""
+
+from parlai_docgraph.agents.gsr.agent import GSRAgent, GSRDictionaryAgent, GsrAgent
+
+__all__ = ["GSRAgent", "GSRDictionaryAgent", "GsrAgent"]

@@ -1,0 +1,339 @@
+"""
+``-m docgraph/gsr``: DialogGSR, generative subgraph retrieval (Park et al.).
+
+One Hugging Face encoder-decoder (``--gsr-model``: ``t5-small`` as in the paper, ``tiny``
+offline, or a local directory) trained in stages (``--gsr-stage``):
+
+* ``pretrain`` -- KG reconstruction (Eq. 8): a sampled candidate path with one entity or
+  relation masked is reconstructed; only the structural special-token embeddings train.
+* ``retrieve`` -- generative retrieval (Eq. 9): the linearized gold path given the
+  dialogue; evaluation retrieves with beam ``--gsr-num-beams`` (5) under
+  ``--gsr-constraint`` (Eq. 3-6) over the turn's candidate trie, iteratively
+  (``--gsr-retrieval-steps``, Fig. 1), and reports ``path@1``, ``path@3``, ``path_valid``.
+* ``respond`` -- response generation from ``[z_G; x]`` (Eq. 7, 10); trained on the gold
+  paths or, with ``--gsr-train-knowledge retrieved`` (Park et al. 3.4: Eq. 10 conditions
+  on the subgraph retrieved by GSR), on the paths the current model retrieves (no
+  gradient through retrieval); evaluated with the retrieved (default) or gold subgraph.
+* ``all`` -- retrieval and response losses together (after ``--gsr-pretrain-steps``
+  reconstruction-only updates), evaluation retrieves then responds.
+
+Stages chain with ``--init-model``. Messages need the per-turn candidates of the
+``docgraph:opendialkg`` / ``sample_kg`` / ``komodis`` teachers (``kg_candidates``...);
+without them (``interactive``) candidates are computed from the history and
+``--gsr-kg-file`` (an OpenDialKG-format triples file). Saving writes ``<model_file>.hf/``
+(config + tokenizer with the added tokens) so ``-mf`` reloads offline.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Dict, List, Optional
+
+import torch
+
+from parlai.core.metrics import AverageMetric
+from parlai.core.opt import Opt
+from parlai.core.params import ParlaiParser
+from parlai.core.torch_generator_agent import PPLMetric, TorchGeneratorAgent
+from parlai.utils import logging
+
+from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
+from parlai_docgraph.agents.gpt2_responder.agent import HF_SUFFIX, ResponderDictionaryAgent, saved_hf_dir
+from parlai_docgraph.agents.gsr.evaluation import GSREvalMixin
+from parlai_docgraph.agents.gsr.inputs import GSRInputs, make_linearizer
+from parlai_docgraph.agents.lm_adapters import add_adapter_args, adapt_lm, lm_dtype
+
+STAGES = ("pretrain", "retrieve", "respond", "all")
+CONSTRAINTS = ("none", "hard", "connection", "katz")
+
+
+def structural_tokens(opt: Opt) -> List[str]:
+    """The Eq. 2 special tokens the tokenizer must hold for ``opt``."""
+    from parlai_docgraph.kg.linearize import Linearizer
+
+    return Linearizer(int(opt.get("slot_tokens", 2)), int(opt.get("gsr_hops", 2))).special_tokens()
+
+
+class GSRDictionaryAgent(ResponderDictionaryAgent):
+    """ParlAI dictionary over the ``--gsr-model`` tokenizer plus the structural tokens."""
+
+    def __init__(self, opt: Opt, shared=None) -> None:
+        if not shared:
+            from parlai_docgraph.models.gsr import load_tokenizer
+
+            source = saved_hf_dir(opt) or opt.get("gsr_model", "t5-small")
+            shared = {"hf_tokenizer": load_tokenizer(source, opt.get("datapath"), structural_tokens(opt))}
+        super().__init__(opt, shared)
+
+
+class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGeneratorAgent):
+    """Retrieves KG paths by constrained generation, then responds from them."""
+
+    @classmethod
+    def dictionary_class(cls):
+        return GSRDictionaryAgent
+
+    @classmethod
+    def add_cmdline_args(cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None) -> ParlaiParser:
+        super().add_cmdline_args(parser, partial_opt)
+        g = parser.add_argument_group("docgraph DialogGSR")
+        g.add_argument("--gsr-model", type=str, default="t5-small",
+                       help="seq2seq (T5) or decoder-only causal LM (Llama, Qwen, ...; picked from "
+                       "its config): hub name (cached when offline), local directory, or "
+                       "'tiny' (bundled offline T5 config + tokenizer, seeded random weights)")
+        g.add_argument("--gsr-seed", type=int, default=0,
+                       help="seed of initial weights (sources without weights) and path sampling")
+        g.add_argument("--gsr-stage", type=str, default="all", choices=STAGES,
+                       help="pretrain: KG reconstruction (Eq. 8); retrieve: path generation "
+                       "(Eq. 9); respond: response from [z_G; x] (Eq. 10); all: retrieve+respond")
+        g.add_argument("--gsr-constraint", type=str, default="katz", choices=CONSTRAINTS,
+                       help="decoding of paths (Park Table 5): none (free beam search), hard "
+                       "(trie only), connection (trie + 1-hop connection score), katz (trie + "
+                       "Katz score, Eq. 6)")
+        g.add_argument("--gsr-alpha", type=float, default=0.8,
+                       help="alpha of Eq. 3: weight of log p_LM against log p_graph")
+        g.add_argument("--katz-beta", type=float, default=0.1,
+                       help="beta of the Katz index (Eq. 6): weight beta^k of each k-hop walk "
+                       "between entities; smaller favours short connections (Katz requires "
+                       "beta below 1 / largest adjacency eigenvalue for the full series; here "
+                       "walks stop at --gsr-hops, so any 0 < beta < 1 is finite)")
+        g.add_argument("--gsr-length-penalty", type=float, default=1.0,
+                       help="length penalty of the path-retrieval and response beams (HF generate "
+                       "semantics: beam score = sum log p / length^penalty). Park et al. give "
+                       "the beam size of constrained decoding (b = 5, App. B.1) but no length "
+                       "penalty; 1.0 is HF's default")
+        g.add_argument("--gsr-hops", type=int, default=2, help="K: longest path in hops (Eq. 6)")
+        g.add_argument("--slot-tokens", type=int, default=2,
+                       help="learnable tokens per [Int]/[Rev] slot (appendix A.1)")
+        g.add_argument("--use-special-tokens", type="bool", default=True,
+                       help="linearize with learnable special tokens; false: plain-text markers")
+        g.add_argument("--gsr-pretrain-steps", type=int, default=0,
+                       help="first N updates are KG reconstruction only (special tokens only)")
+        g.add_argument("--gsr-num-beams", type=int, default=5,
+                       help="beams of path retrieval (Park et al. App. B.1: b = 5)")
+        g.add_argument("--gsr-retrieval-steps", type=int, default=2,
+                       help="iterative retrieval: at most N paths, each conditioned on the earlier")
+        g.add_argument("--gsr-eval-knowledge", type=str, default="retrieved",
+                       choices=("retrieved", "gold"),
+                       help="subgraph the response is generated from at evaluation")
+        g.add_argument("--gsr-train-knowledge", type=str, default="gold",
+                       choices=("gold", "retrieved"),
+                       help="subgraph the response trains on (stages respond/all): gold: the "
+                       "turn's gold paths (teacher forcing with gold knowledge); retrieved: the "
+                       "paths the current model retrieves for the turn, as at evaluation "
+                       "(Park et al. 3.4, Eq. 10: the response is conditioned on the subgraph "
+                       "retrieved by GSR; costs one constrained retrieval per training batch)")
+        g.add_argument("--gsr-history-truncate", type=int, default=128,
+                       help="keep the last N dialogue-history tokens")
+        g.add_argument("--gsr-knowledge-truncate", type=int, default=128,
+                       help="keep the first N tokens of the linearized subgraph")
+        g.add_argument("--gsr-kg-file", type=str, default=None,
+                       help="triples file (OpenDialKG format) for messages without candidates, "
+                       "e.g. in interactive mode")
+        add_adapter_args(parser)
+        # interactive: show the retrieved subgraph next to the reply
+        parser.set_defaults(optimizer="adamw", learningrate=1e-3, gradient_clip=1.0,
+                            display_add_fields="retrieved")
+        return parser
+
+    def __init__(self, opt: Opt, shared=None) -> None:
+        super().__init__(opt, shared)
+        o = self.opt
+        self.stage = o.get("gsr_stage", "all")
+        self.linearizer = make_linearizer(
+            bool(o.get("use_special_tokens", True)), int(o.get("slot_tokens", 2)), int(o.get("gsr_hops", 2))
+        )
+        self.inputs = GSRInputs(
+            self.dict.hf_tokenizer, self.linearizer,
+            int(o.get("gsr_history_truncate", 128)), int(o.get("gsr_knowledge_truncate", 128)),
+        )
+        self._frozen = False
+        self._saved_wd: Dict[int, float] = {}
+        if not bool(o.get("use_special_tokens", True)) and self.stage == "pretrain":
+            logging.warning("--gsr-stage pretrain with --use-special-tokens false trains nothing")
+
+    # ------------------------------------------------------------------ model
+    def build_model(self):
+        from parlai_docgraph.models.gsr import load_lm
+        from parlai_docgraph.models.gsr_build import build_gsr_model
+
+        saved = saved_hf_dir(self.opt)
+        lm = load_lm(
+            saved or self.opt.get("gsr_model", "t5-small"), self.opt.get("datapath"),
+            seed=self.opt.get("gsr_seed", 0), pretrained=saved is None, dtype=lm_dtype(self.opt),
+        )
+        model = build_gsr_model(lm, self.dict.hf_tokenizer, structural_tokens(self.opt))
+        # LoRA: the structural tokens (and a causal LM's mask) keep trainable rows
+        model.lm = adapt_lm(model.lm, self.opt, model.special_ids)
+        return model
+
+    def gsr(self):
+        return getattr(self.model, "module", self.model)
+
+    def save(self, path: Optional[str] = None) -> None:
+        super().save(path)
+        path = self.opt.get("model_file") if path is None else path
+        if path and getattr(self, "model", None) is not None:
+            self.gsr().lm.config.save_pretrained(path + HF_SUFFIX)
+            self.dict.hf_tokenizer.save_pretrained(path + HF_SUFFIX)
+
+    # ------------------------------------------------------------------ vectorising
+    def _set_text_vec(self, obs, history, truncate):
+        if "text" not in obs:
+            return obs
+        turns = list(history.history_strings) if history is not None else []
+        if not turns:
+            turns = [obs.get("text") or ""]
+        context = self.inputs.context(" ".join(t for t in turns if t))
+        obs.force_set("gsr_history", turns)
+        obs.force_set("gsr_context", context)
+        obs.force_set("text_vec", torch.LongTensor(context or [self.inputs.eos]))
+        return obs
+
+    def _set_label_vec(self, obs, add_start, add_end, truncate):
+        super()._set_label_vec(obs, False, True, truncate)
+        return obs
+
+    def batchify(self, obs_batch, sort=False):
+        batch = super().batchify(obs_batch, sort=sort)
+        if batch.batchsize == 0 or batch.valid_indices is None:
+            return batch
+        exs = [obs_batch[i] for i in batch.valid_indices]
+        batch["gsr"] = [self.example_info(ex) for ex in exs]
+        return batch
+
+    def example_info(self, ex) -> dict:
+        """Context ids, candidate and gold paths, KG handle and response target of one message."""
+        from parlai_docgraph.kg import fields as kg_fields
+
+        if "kg_candidates" not in ex:
+            kg_file = ex.get("kg_file") or self.opt.get("gsr_kg_file")
+            if not kg_file:
+                raise ValueError(
+                    "DialogGSR needs per-turn candidates: use a docgraph KG teacher "
+                    "(docgraph:opendialkg, docgraph:sample_kg, docgraph:komodis) or pass "
+                    "--gsr-kg-file <triples file>"
+                )
+            kg, linker = kg_fields.load_kg(kg_file)
+            ex = dict(ex)
+            ex.update(kg_fields.candidate_fields(kg, linker, ex["gsr_history"], hops=self.linearizer.max_hops))
+            ex["kg_file"] = kg_file
+        label = ex.get("labels_vec", ex.get("eval_labels_vec"))
+        return {
+            "context": list(ex["gsr_context"]),
+            "candidates": [kg_fields.json_to_path(p) for p in ex.get("kg_candidates") or []],
+            "gold": [kg_fields.json_to_path(p) for p in ex.get("kg_gold_paths") or []],
+            "mentioned": list(ex.get("kg_mentioned") or []),
+            "kg_file": ex.get("kg_file"),
+            "kg_triples": ex.get("kg_triples"),
+            "response": [int(i) for i in label] if label is not None else None,
+            "labels": list(ex.get("labels") or ex.get("eval_labels") or []),
+        }
+
+    # ------------------------------------------------------------------ training
+    def pretraining(self) -> bool:
+        """Whether this update is KG reconstruction only."""
+        if self.stage == "pretrain":
+            return True
+        return self.is_training and self._number_training_updates < int(self.opt.get("gsr_pretrain_steps", 0))
+
+    def _set_phase(self, pretrain: bool) -> None:
+        """Freeze all but the special tokens (and zero weight decay) while pretraining."""
+        if pretrain == self._frozen:
+            return
+        groups = self.optimizer.param_groups if getattr(self, "optimizer", None) else []
+        if pretrain:
+            self.gsr().train_only_rows()
+            for i, g in enumerate(groups):
+                self._saved_wd[i] = g.get("weight_decay", 0.0)
+                g["weight_decay"] = 0.0
+        else:
+            self.gsr().release_rows()
+            for i, g in enumerate(groups):
+                g["weight_decay"] = self._saved_wd.get(i, g.get("weight_decay", 0.0))
+        self._frozen = pretrain
+
+    def train_step(self, batch):
+        self._set_phase(self.pretraining())
+        return super().train_step(batch)
+
+    def _rng(self, i: int) -> random.Random:
+        return random.Random(f"{self.opt.get('gsr_seed', 0)}-{self._number_training_updates}-{i}")
+
+    def stage_pairs(self, batch) -> Dict[str, List[tuple]]:
+        """``{objective: [(example index, source ids, target ids), ...]}`` for this update."""
+        out: Dict[str, List[tuple]] = {"recon": [], "ret": [], "gen": []}
+        steps = max(int(self.opt.get("gsr_retrieval_steps", 2)), 1)
+        knowledge = None
+        if self.stage in ("respond", "all") and not self.pretraining():
+            knowledge = self.response_knowledge(batch["gsr"], steps)
+        for i, info in enumerate(batch["gsr"]):
+            if self.pretraining():
+                pool = info["candidates"] or info["gold"]
+                if pool:
+                    rng = self._rng(i)
+                    path = pool[rng.randrange(len(pool))]
+                    out["recon"].append((i, *self.inputs.reconstruction_pair(path, rng)))
+                continue
+            if self.stage in ("retrieve", "all"):
+                for src, tgt in self.inputs.retrieval_pairs(info["context"], info["gold"], steps):
+                    out["ret"].append((i, src, tgt))
+            if knowledge is not None and info["response"] is not None:
+                out["gen"].append((i, self.inputs.respond_source(info["context"], knowledge[i]),
+                                   info["response"]))
+        return out
+
+    def response_knowledge(self, infos: List[dict], steps: int) -> List[list]:
+        """
+        The paths each example's response loss is conditioned on: its gold paths (at most
+        ``steps``, within ``--gsr-hops``), or in training with ``--gsr-train-knowledge
+        retrieved`` the subgraph :meth:`retrieve` returns, decoded without gradient in eval
+        mode (dropout off) as at evaluation. Evaluation losses (``gen_loss``, ``ppl``) always
+        use the gold paths.
+        """
+        if self.is_training and self.opt.get("gsr_train_knowledge", "gold") == "retrieved":
+            from parlai_docgraph.agents.gsr.evaluation import example_kg
+
+            was_training = self.model.training
+            self.model.eval()
+            try:
+                with torch.no_grad():
+                    _, got = self.retrieve(infos, [example_kg(info) for info in infos])
+            finally:
+                self.model.train(was_training)
+            return got
+        return [[p for p in info["gold"] if len(p) <= self.linearizer.max_hops][:steps]
+                for info in infos]
+
+    def compute_loss(self, batch, return_output=False):
+        pairs = self.stage_pairs(batch)
+        bsz = len(batch["gsr"])
+        model = self.gsr()
+        total, count = None, 0
+        for name, items in pairs.items():
+            if not items:
+                continue
+            idx = [i for i, _, _ in items]
+            loss, labels, notnull, preds = model.token_losses([s for _, s, _ in items], [t for _, _, t in items])
+            flat = loss.detach()
+            num, den, hit = [0.0] * bsz, [0] * bsz, [0] * bsz
+            for row, i in enumerate(idx):
+                nn = notnull[row]
+                num[i] += float(flat[row][nn].sum())
+                den[i] += int(nn.sum())
+                hit[i] += int(((preds[row] == labels[row]) & nn).sum())
+            self.record_local_metric(f"{name}_loss", [AverageMetric(n, d) for n, d in zip(num, den)])
+            if name == "gen":
+                self.record_local_metric("ppl", [PPLMetric(n, d) for n, d in zip(num, den)])
+                self.record_local_metric("token_acc", [AverageMetric(h, d) for h, d in zip(hit, den)])
+            total = loss.sum() if total is None else total + loss.sum()
+            count += int(notnull.sum())
+        if total is None:  # nothing to learn from in this batch (e.g. no gold paths)
+            total = sum(p.sum() for p in model.parameters() if p.requires_grad) * 0.0
+        loss = total / max(count, 1)
+        self.record_local_metric("loss", [AverageMetric(float(loss.detach()))] * bsz)
+        return (loss, None) if return_output else loss
+
+
+#: the class name ParlAI derives from ``docgraph/gsr``
+GsrAgent = GSRAgent

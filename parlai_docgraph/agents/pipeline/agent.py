@@ -1,0 +1,346 @@
+"""
+``-m docgraph``: the selector -> responder pipeline (Li et al. 2022, sections 2.3 and 3.2).
+
+:class:`DocgraphAgent` composes a :class:`~.graph_selector.GraphSelectorAgent` and a
+:class:`~.gpt2_responder.GPT2ResponderAgent`; it re-implements neither. Per batch:
+
+1. the selector ranks the knowledge sentences of each message (``know_acc`` etc. at
+   evaluation);
+2. the responder writes the reply from ``[selected sentence; context]``; with
+   ``--reply-mode extract`` the reply is the selected sentence itself (the offline zoo
+   model's setting: a grounded answer where no fluent generator is installed).
+
+Training (one ``train_model`` run trains both, the standard pipeline setup): each part
+learns from gold supervision only. The selector from the gold sentence (Eq. 6-8), the
+responder by teacher forcing with the *gold* knowledge (Eq. 9); errors of the selector never
+reach the responder's loss. ``ppl``/``loss``/``token_acc`` are therefore gold-knowledge
+figures, while the generated reply, and so ``rouge_1/2/L``, ``f1``, ``bleu-4``, reads the
+*selected* sentence. Each part has its own optimizer and learning rate
+(``--selector-learningrate``, ``--responder-learningrate``).
+
+Parts: ``--selector-model-file`` / ``--responder-model-file`` (trained ``-m
+docgraph/graph_selector`` / ``-m docgraph/gpt2_responder`` model files, ``zoo:`` paths
+work) or, when not given, built fresh from this run's options. They keep training when the
+run trains. Saving ``-mf M`` writes ``M`` (a JSON manifest), ``M.opt`` (ParlAI's opt) and
+each part as a ParlAI model file of its own: ``M.selector`` and ``M.responder`` (with their
+``.opt``); ``eval_model -mf M`` / ``interactive -mf M`` reload all three.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+from parlai.core.agents import Agent, create_agent_from_model_file, create_agent_from_shared
+from parlai.core.message import Message
+from parlai.core.opt import Opt
+from parlai.core.params import ParlaiParser
+from parlai.utils import logging
+
+from parlai_docgraph.atomic import write_text_atomic
+from parlai_docgraph.agents.base import qualified_name
+from parlai_docgraph.agents.pipeline.interactive import Passages, build_graph, check_user_text, write_turn_graph
+from parlai_docgraph.graphs.corpus import load_documents
+from parlai_docgraph.agents.graph_selector.messages import NO_PASSAGE
+from parlai_docgraph.agents.pipeline.messages import (
+    merge_metrics, part_opt, part_overrides, read_selection, selector_message,
+)
+
+PARTS = ("selector", "responder")
+REPLY_MODES = ("generate", "extract")
+MANIFEST_VERSION = 1
+
+
+class DocgraphAgent(Agent):
+    """
+    Selects a knowledge sentence with :class:`GraphSelectorAgent`, then writes the reply
+    with :class:`GPT2ResponderAgent` (see the module docstring).
+    """
+
+    @classmethod
+    def add_cmdline_args(
+        cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
+    ) -> ParlaiParser:
+        from parlai_docgraph.agents.gpt2_responder.agent import GPT2ResponderAgent
+        from parlai_docgraph.agents.graph_selector.agent import GraphSelectorAgent
+
+        # both parts' options; ParlAI's parser resolves clashes in favour of the last one,
+        # so the generator's decoding options (--inference, --topk) are the responder's
+        GraphSelectorAgent.add_cmdline_args(parser, partial_opt)
+        GPT2ResponderAgent.add_cmdline_args(parser, partial_opt)
+        group = parser.add_argument_group("docgraph pipeline")
+        group.add_argument(
+            "--selector-model-file", type=str, default=None,
+            help="model file of a trained docgraph/graph_selector (zoo: paths work); "
+            "default: a selector built from this run's options")
+        group.add_argument(
+            "--responder-model-file", type=str, default=None,
+            help="model file of a trained docgraph/gpt2_responder (zoo: paths work); "
+            "default: a responder built from this run's options")
+        group.add_argument(
+            "--selector-learningrate", type=float, default=None,
+            help="learning rate of the selector (default: --learningrate)")
+        group.add_argument(
+            "--responder-learningrate", type=float, default=None,
+            help="learning rate of the responder (default: --learningrate)")
+        group.add_argument(
+            "--documents", type=str, nargs="*", default=None,
+            help="interactive: text/Markdown files to talk about (paragraphs are passages, "
+            "the heading or first line the title); '/load FILE' adds one during the chat")
+        group.add_argument(
+            "--show-graph", type=str, default=None,
+            help="interactive: write the rendered document graph of the last turn (HTML) "
+            "to this file after every turn")
+        group.add_argument(
+            "--reply-mode", type=str, default="generate", choices=REPLY_MODES,
+            help="the reply outside training: 'generate' (the responder's text) or "
+            "'extract' (the selected knowledge sentence itself, grounded by construction; "
+            "the responder's text is kept in the reply's 'generated_text'). The offline "
+            "zoo sample model uses 'extract': its tiny GPT-2 cannot write fluent text; "
+            "with a real LM (--responder-model) use 'generate'. Without a selected "
+            "sentence (no_passages_used) the generated text is the reply")
+        group.add_argument(
+            "--interactive-max-chars", type=int, default=2000,
+            help="interactive: a longer user turn keeps its last N characters (and says so)")
+        parser.set_defaults(
+            display_add_fields="docgraph_note,selected_sentence,top_concepts",
+            use_reply="label", validation_metric="ppl", validation_metric_mode="min",
+            # ParlAI's default; the selector's 16 would make `parlai interactive` batch
+            # several humans
+            batchsize=1,
+        )
+        return parser
+
+    def __init__(self, opt: Opt, shared=None) -> None:
+        opt = Opt(opt)
+        opt["model"] = qualified_name(type(self))
+        super().__init__(opt, shared)
+        self.id = "Docgraph"
+        if shared is not None:
+            self.selector = create_agent_from_shared(shared["selector"])
+            self.responder = create_agent_from_shared(shared["responder"])
+        else:
+            self.selector = self._build_part("selector")
+            self.responder = self._build_part("responder")
+        self.last_selection: Optional[Dict[str, Any]] = None
+        self.documents: Passages = []
+        self._notes: List[str] = []
+        self._graph = None  # the document graph of --show-graph, built on first use
+        self._told_no_knowledge = False
+        if shared is None and opt.get("documents"):
+            self.load_documents(opt["documents"])
+
+    # ------------------------------------------------------------------ documents
+    def load_documents(self, paths: List[str]) -> None:
+        """Add the passages of ``paths``; problems become notes shown to the user."""
+        passages, problems = load_documents(paths)
+        self.documents.extend(passages)
+        self._graph = None
+        for problem in problems:
+            logging.warning(problem)
+        self._notes.extend(problems)
+        if passages:
+            self._notes.append(
+                f"{len(self.documents)} passages, "
+                f"{sum(len(s) for _, s in self.documents)} sentences loaded")
+        elif not self.documents:
+            self._notes.append("no document loaded: replies use no knowledge")
+
+    def _interactive_turn(self, msg: Message) -> Optional[Message]:
+        """
+        Prepare a user turn: documents as the knowledge pool, ``/load`` commands, empty and
+        over-long input. Returns a message the agent answers itself (the models are not
+        run), or ``None`` when ``msg`` goes on to the models.
+        """
+        raw = msg.get("text") or ""
+        if raw.strip().startswith("/load"):
+            paths = raw.strip().split()[1:]
+            if not paths:
+                self._notes.append("usage: /load FILE [FILE ...]")
+            else:
+                self.load_documents(paths)
+            return Message({"episode_done": msg.get("episode_done", False)})
+        text, note = check_user_text(raw, self.opt.get("interactive_max_chars", 2000))
+        if note:
+            self._notes.append(note)
+        if text is None:
+            return Message({"episode_done": msg.get("episode_done", False)})
+        msg.force_set("text", text)
+        if msg.get("knowledge_passages") or msg.get("knowledge"):
+            return None  # the world gave a pool (-t docgraph:... topics)
+        if self.documents:
+            msg.force_set("knowledge_passages", [[t, list(ss)] for t, ss in self.documents])
+        elif not self._told_no_knowledge:
+            self._told_no_knowledge = True
+            self._notes.append("no documents: replies use no knowledge (pass --documents "
+                               "FILE ..., '/load FILE', or -t docgraph:sample for topics)")
+        return None
+
+    # ------------------------------------------------------------------ parts
+    def _build_part(self, part: str) -> Agent:
+        from parlai_docgraph.agents.gpt2_responder.agent import GPT2ResponderAgent, ResponderDictionaryAgent
+        from parlai_docgraph.agents.graph_selector.agent import GraphSelectorAgent, GraphSelectorDictionaryAgent
+
+        opt = self.opt
+        mf = opt.get("model_file")
+        saved = f"{mf}.{part}" if mf and os.path.isfile(f"{mf}.{part}.opt") else None
+        source = saved or opt.get(f"{part}_model_file")
+        if source:
+            logging.info(f"docgraph pipeline: {part} from {source}")
+            agent = create_agent_from_model_file(source, part_overrides(opt, part))
+            if agent is None:
+                raise FileNotFoundError(
+                    f"--{part}-model-file {source}: no {source}.opt next to it; pass the "
+                    f"model file of a trained docgraph {part}")
+            return agent
+        if part == "selector":
+            cls, dict_cls, extra = GraphSelectorAgent, GraphSelectorDictionaryAgent, {
+                "use_reply": "none", "candidates": "inline", "eval_candidates": "inline",
+                "interactive_candidates": "inline", "inference": "max"}
+        else:
+            cls, dict_cls, extra = GPT2ResponderAgent, ResponderDictionaryAgent, {
+                "use_reply": opt.get("use_reply", "label")}
+        sub = part_opt(opt, part, qualified_name(cls), qualified_name(dict_cls),
+                       f"{mf}.{part}" if mf else None, extra)
+        logging.info(f"docgraph pipeline: new {part} ({qualified_name(cls)})")
+        return cls(sub)
+
+    def share(self) -> Dict[str, Any]:
+        shared = super().share()
+        shared["selector"] = self.selector.share()
+        shared["responder"] = self.responder.share()
+        return shared
+
+    # ------------------------------------------------------------------ dialogue
+    def observe(self, observation) -> Message:
+        """Both parts observe the message; the selector's context is the responder's
+        dialogue history, so both read the same turns."""
+        msg = Message(observation)
+        if self.opt.get("interactive_mode") and "text" in msg and not any(
+                k in msg for k in ("labels", "eval_labels")):
+            answered = self._interactive_turn(msg)
+            if answered is not None:
+                self.observation = Message({**answered, "docgraph_answered": True})
+                return self.observation
+        resp_obs = self.responder.observe(msg.copy())
+        context = resp_obs.get("full_text") if resp_obs is not None else None
+        sel_obs = self.selector.observe(selector_message(msg, context))
+        self.observation = Message({
+            "episode_done": msg.get("episode_done", False),
+            "docgraph_raw": msg, "docgraph_selector": sel_obs,
+            "docgraph_responder": resp_obs,
+        })
+        return self.observation
+
+    def act(self) -> Message:
+        if self.observation is not None and self.observation.get("docgraph_answered"):
+            reply = Message({"id": self.getID(), "episode_done": False, "text": ""})
+            if self._notes:
+                reply["docgraph_note"] = " | ".join(self._notes)
+                self._notes = []
+            return reply
+        reply = self.batch_act([self.observation])[0]
+        self.self_observe(reply)
+        if self._notes:
+            reply["docgraph_note"] = " | ".join(self._notes)
+            self._notes = []
+        if self.opt.get("show_graph") and self.last_selection and self.documents:
+            self._write_graph(reply)
+        return reply
+
+    def _write_graph(self, reply: Message) -> None:
+        if self._graph is None:
+            self._graph = build_graph(self.documents)
+        raw = self.observation.get("docgraph_raw", {})
+        path = write_turn_graph(self._graph, self.opt["show_graph"], self.last_selection,
+                                raw.get("text", ""), reply.get("text", ""))
+        reply["graph_file"] = str(path)
+
+    def batch_act(self, observations: List[Message]) -> List[Message]:
+        raws = [o.get("docgraph_raw", {}) if o else {} for o in observations]
+        sel_obs = [o.get("docgraph_selector", Message()) if o else Message() for o in observations]
+        resp_obs = [o.get("docgraph_responder", Message()) if o else Message()
+                    for o in observations]
+        sel_replies = self.selector.batch_act(sel_obs)
+        selections = [read_selection(raw, rep) for raw, rep in zip(raws, sel_replies)]
+        training = any("labels" in o for o in resp_obs if o)
+        if not training:
+            for obs, sel in zip(resp_obs, selections):
+                if obs is not None and "text_vec" in obs:
+                    obs.force_set("selected_knowledge",
+                                  {"title": sel["title"], "sentence": sel["sentence"]})
+        resp_replies = self.responder.batch_act(resp_obs)
+        replies = []
+        for raw, sel, srep, rrep in zip(raws, selections, sel_replies, resp_replies):
+            reply = Message({"id": self.getID(), "episode_done": False})
+            if rrep.get("text") is not None:
+                reply["text"] = rrep["text"]
+            if not training and self.opt.get("reply_mode") == "extract" \
+                    and sel["sentence"] != NO_PASSAGE:
+                reply["generated_text"] = reply.get("text")
+                reply.force_set("text", sel["sentence"])
+            if raw.get("knowledge_passages") is not None or raw.get("knowledge"):
+                reply["selected_title"] = sel["title"]
+                reply["selected_sentence"] = sel["sentence"]
+                reply["top_concepts"] = sel["top_concepts"]
+            metrics = merge_metrics(rrep.get("metrics"), srep.get("metrics"))
+            if metrics:
+                reply["metrics"] = metrics
+            replies.append(reply)
+        if len(selections) == 1:
+            self.last_selection = selections[0]
+        return replies
+
+    def self_observe(self, self_message: Message) -> None:
+        self.selector.self_observe(self_message)
+        self.responder.self_observe(self_message)
+
+    def reset(self) -> None:
+        super().reset()
+        self.selector.reset()
+        self.responder.reset()
+
+    # ------------------------------------------------------------------ metrics
+    def report(self) -> Dict[str, Any]:
+        return merge_metrics(self.responder.report(), self.selector.report())
+
+    def reset_metrics(self) -> None:
+        self.selector.reset_metrics()
+        self.responder.reset_metrics()
+
+    def receive_metrics(self, metrics_dict: Dict[str, Any]) -> None:
+        for part in (self.selector, self.responder):
+            if hasattr(part, "receive_metrics"):
+                part.receive_metrics(metrics_dict)
+
+    # ------------------------------------------------------------------ saving
+    def save(self, path: Optional[str] = None) -> None:
+        """``path`` (manifest), ``path.opt`` and each part as ``path.<part>``."""
+        path = path or self.opt.get("model_file")
+        if not path:
+            return
+        for part in PARTS:
+            getattr(self, part).save(f"{path}.{part}")
+        if getattr(self.selector, "dict", None) is not None:
+            # ParlAI looks for <model_file>.dict of --dict-class (the selector's placeholder)
+            self.selector.dict.save(f"{path}.dict", sort=False)
+        manifest = {
+            "agent": qualified_name(type(self)),
+            "version": MANIFEST_VERSION,
+            "parts": {part: f"{os.path.basename(path)}.{part}" for part in PARTS},
+        }
+        write_text_atomic(path, json.dumps(manifest, indent=1) + "\n")
+        opt = Opt(self.opt)
+        opt["model_file"] = path
+        for part in PARTS:  # the saved parts are what a reload uses
+            opt[f"{part}_model_file"] = None
+        opt.save(f"{path}.opt")
+
+    def shutdown(self) -> None:
+        for part in (self.selector, self.responder):
+            part.shutdown()
+        super().shutdown()
+
+
+__all__ = ["DocgraphAgent"]

@@ -1,0 +1,141 @@
+"""
+Message plumbing of the ``-m docgraph`` pipeline (selector -> responder), kept apart from
+the agent so it reads in one sitting: what the selector sees, how its choice is read back,
+how the two parts' options and metrics are combined. ParlAI types only, no models.
+
+The selector sees every message in the ``--label-type chosen_sent`` form of the WoW
+teachers: candidates ``["no_passages_used no_passages_used", "{title} {sentence}", ...]``
+over the pool in ``knowledge_passages`` (or, for ParlAI's own WoW teachers, the ``knowledge``
+lines), the label ``"{title} {checked_sentence}"``, and as context the same dialogue
+history the responder holds (``full_text``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from parlai.core.message import Message
+from parlai.core.opt import Opt
+
+from parlai_docgraph.agents.graph_selector.messages import NO_PASSAGE, message_passages
+
+NO_CHOSEN = f"{NO_PASSAGE} {NO_PASSAGE}"
+LABEL_KEYS = ("labels", "eval_labels")
+#: options of a pipeline run that reach a part loaded from its own model file: always
+#: (the run's data and mode, and for the responder the decoding, which the pipeline governs),
+#: or when given on the command line
+ALWAYS = ("datatype", "datapath", "interactive_mode")
+DECODING = ("inference", "beam_size", "beam_min_length", "beam_length_penalty", "topk", "topp",
+            "temperature", "skip_generation")
+WHEN_GIVEN = ("no_cuda", "gpu", "batchsize", "fp16", "graph_cache", "graph_memo_size")
+
+
+def knowledge_lines(msg: Any) -> List[Tuple[str, str, str]]:
+    """
+    ``(line, title, sentence)`` of every knowledge sentence of ``msg``, ``line`` being
+    ``"{title} {sentence}"``: the pool from ``knowledge_passages`` (docgraph teachers,
+    interactive documents) or ParlAI's ``knowledge`` text lines, read by the selector's own
+    :func:`~.selector_messages.message_passages` so both parts see one pool; ``[]`` when the
+    message carries neither.
+    """
+    if msg.get("knowledge_passages") is None and not (msg.get("knowledge") or "").strip():
+        return []
+    return [(f"{title} {sent}", title, sent)
+            for title, sents in message_passages(msg) for sent in sents]
+
+
+def gold_line(msg: Any) -> Optional[str]:
+    """The selector's label line for ``msg``; ``None`` when the message names no gold."""
+    sentence = (msg.get("checked_sentence") or "").strip()
+    title = (msg.get("title") or "").strip()
+    if not sentence and not title:
+        return None
+    if not sentence or sentence == NO_PASSAGE or title == NO_PASSAGE:
+        return NO_CHOSEN
+    return f"{title} {sentence}" if title else sentence
+
+
+def selector_message(msg: Message, context: Optional[str]) -> Message:
+    """
+    The selector's view of a pipeline message (see the module docstring). Labels keep
+    their key (``labels`` trains, ``eval_labels`` scores ``know_acc``); a message without a
+    knowledge pool gets no candidates, so the selector skips it.
+    """
+    out = Message({k: v for k, v in msg.items() if k not in LABEL_KEYS + ("label_candidates",)})
+    lines = knowledge_lines(msg)
+    if lines:
+        out["label_candidates"] = [NO_CHOSEN] + [line for line, _, _ in lines]
+    gold = gold_line(msg)
+    for key in LABEL_KEYS:
+        if key in msg and gold is not None:
+            out[key] = [gold]
+    if context is not None and "text" in out:
+        out["full_text"] = context
+    return out
+
+
+def read_selection(msg: Any, reply: Any) -> Dict[str, Any]:
+    """
+    ``{"title", "sentence", "line", "top_concepts", "scores"}`` of the selector's reply to
+    ``msg``: the chosen candidate line mapped back to its passage title and sentence
+    (``no_passages_used`` for the no-knowledge candidate or no reply).
+    """
+    line = (reply or {}).get("text") or ""
+    title, sentence = NO_PASSAGE, NO_PASSAGE
+    for cand, t, s in knowledge_lines(msg):
+        if cand == line:
+            title, sentence = t, s
+            break
+    return {
+        "title": title,
+        "sentence": sentence,
+        "line": line,
+        "top_concepts": list((reply or {}).get("top_concepts") or []),
+        "scores": (reply or {}).get("candidate_scores"),
+    }
+
+
+def merge_metrics(responder: Optional[Dict], selector: Optional[Dict]) -> Dict[str, Any]:
+    """
+    One metrics dict: the responder's names as they are (``loss``, ``ppl``, ``rouge_*``),
+    the selector's as they are (``know_acc``, ...) except clashing names, prefixed ``sel_``.
+    """
+    merged = dict(responder or {})
+    for key, value in (selector or {}).items():
+        merged[key if key not in merged else f"sel_{key}"] = value
+    return merged
+
+
+def part_opt(opt: Opt, part: str, model: str, dict_class: str, model_file: Optional[str],
+             extra: Dict[str, Any]) -> Opt:
+    """
+    The opt of a freshly built part: the pipeline's opt (which carries both parts'
+    arguments) with the part's own class, files and learning rate.
+    """
+    sub = Opt(opt)
+    sub.update(extra)
+    sub["model"] = model
+    sub["dict_class"] = dict_class
+    sub["model_file"] = model_file
+    sub["dict_file"] = f"{model_file}.dict" if model_file else None
+    sub["init_model"] = None
+    lr = opt.get(f"{part}_learningrate")
+    if lr is not None:
+        sub["learningrate"] = lr
+    sub["override"] = {}
+    return sub
+
+
+def part_overrides(opt: Opt, part: str) -> Dict[str, Any]:
+    """
+    What a part loaded from its model file takes from this run (see :data:`ALWAYS`,
+    :data:`DECODING`, :data:`WHEN_GIVEN`); the selector ranks the message's own candidates,
+    interactively too.
+    """
+    given = opt.get("override") or {}
+    always = ALWAYS + (DECODING if part == "responder" else ())
+    keep = {k: opt[k] for k in always if k in opt}
+    keep.update({k: v for k, v in given.items() if k in WHEN_GIVEN})
+    if part == "selector":
+        keep["interactive_candidates"] = "inline"
+    return keep
