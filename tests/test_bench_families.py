@@ -45,7 +45,7 @@ def test_benchmark_module_run_as_main_registers_again_without_clash():
     (as ``__main__``): the same function is no clash; another function under the name is."""
     import runpy
 
-    from parlai_docgraph.scripts import bench, bench_gsr
+    from parlai_docgraph.bench import cli as bench, gsr as bench_gsr
 
     runpy.run_module("parlai_docgraph.bench.gsr", run_name="not_main")
     assert bench.BENCHMARKS["gsr"].__qualname__ == bench_gsr.gsr_benchmark.__qualname__

@@ -21,7 +21,7 @@ def _positive_finite(value) -> bool:
 
 
 def test_registered_with_a_maximum_goal():
-    from parlai_docgraph.scripts import bench
+    from parlai_docgraph.bench import cli as bench
 
     assert "selector" in bench.BENCHMARKS
     assert bench.GOAL_MAXIMA["selector_overhead_vs_ranking"] == pytest.approx(1.10)

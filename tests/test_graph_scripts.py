@@ -21,7 +21,7 @@ from conftest import BIN, offline_env, teacher_acts
 from parlai_docgraph.graphs.cache import GraphStore
 from parlai_docgraph.graphs.parsers import get_parser
 from parlai_docgraph.graphs.render import COLOURS
-from parlai_docgraph.scripts import bench
+from parlai_docgraph.bench import cli as bench
 from parlai_docgraph.scripts.build_graphs import BuildGraphs, parse_datatypes, parse_shard, \
     store_root
 from parlai_docgraph.scripts.show_graph import MODEL_FILE_UNSUPPORTED, ShowGraph

@@ -1,6 +1,6 @@
 """
 Issue 15: the selector's training-speed ratio (``full`` / ``none``, MiniLM) measured two ways
-in one process with the same two agents: steps interleaved (``bench_selector.train_rates``,
+in one process with the same two agents: steps interleaved (``bench.selector.train_rates``,
 what ``parlai-docgraph bench --only selector`` reports) and then the previous block-by-block
 loop (all steps of one agent, then the other's). Prints one JSON line.
 

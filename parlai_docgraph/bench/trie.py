@@ -2,7 +2,7 @@
 Path-trie memory and build time at OpenDialKG scale, registered as the ``trie`` benchmark
 of ``parlai-docgraph bench`` (issue 16, item 2).
 
-The KG is :func:`~.bench_gsr.opendialkg_size_kg`: OpenDialKG's real 100k entity and 1.3k
+The KG is :func:`~.gsr.opendialkg_size_kg`: OpenDialKG's real 100k entity and 1.3k
 relation names with 1,190,658 seeded triples (the real triples file is not shipped).
 Each turn mentions 1-3 entities drawn as often as they occur in triples (popular
 entities, many candidates: a pessimistic load). Per turn the candidate paths

@@ -46,8 +46,8 @@ class DocgraphDialogTeacher(DialogTeacher):
     LENGTHS_VERSION = 1
 
     def __init__(self, opt: Opt, shared=None) -> None:
-        self.task_flags = self.parse_task_options(opt.get("task", ""))
-        self.bad_rows = BadRows(skip=bool(opt.get("skip_bad_rows", False)))
+        self.task_flags = self.parse_task_options(opt["task"])
+        self.bad_rows = BadRows(skip=bool(opt["skip_bad_rows"]))
         if opt.get("datafile") and not opt.get("length_datafile"):
             opt = Opt(opt)
             opt["length_datafile"] = self.length_cache_path(opt)

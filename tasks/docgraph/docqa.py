@@ -114,8 +114,8 @@ class DocqaTeacher(DocgraphDialogTeacher):
 
     def __init__(self, opt: Opt, shared=None) -> None:
         opt = Opt(opt)
-        self.label_type = opt.get("label_type", "response")
-        self.separator = bool(opt.get("include_knowledge_separator", False))
+        self.label_type = opt["label_type"]
+        self.separator = bool(opt["include_knowledge_separator"])
         self.fold = opt["datatype"].split(":")[0]
         opt["datafile"] = str((HELDOUT if self.fold == "test" else DOCQA) / "questions.jsonl")
         self.id = "docqa"

@@ -234,13 +234,12 @@ class ExpeditionTeacher(GeneratedTaskTeacher):
         return parser
 
     def make_config(self, opt: Opt, unseen: bool) -> ExpeditionConfig:
-        d = ExpeditionConfig()
         return ExpeditionConfig(
-            dialogues=opt.get("expedition_dialogues", d.dialogues),
-            eval_dialogues=opt.get("expedition_eval_dialogues", d.eval_dialogues),
-            people=opt.get("expedition_people", d.people),
-            events=opt.get("expedition_events", d.events),
-            seed=opt.get("expedition_seed", d.seed), unseen=unseen)
+            dialogues=opt["expedition_dialogues"],
+            eval_dialogues=opt["expedition_eval_dialogues"],
+            people=opt["expedition_people"],
+            events=opt["expedition_events"],
+            seed=opt["expedition_seed"], unseen=unseen)
 
     def generate(self, split: str) -> Iterator[List[GeneratedTurn]]:
         return generate(self.config, split)

@@ -49,9 +49,9 @@ class GeneratedTaskTeacher(GraphAttachMixin, DocgraphDialogTeacher):
 
     def __init__(self, opt: Opt, shared=None) -> None:
         opt = Opt(opt)
-        self.label_type = opt.get("label_type", "response")
-        self.separator = bool(opt.get("include_knowledge_separator", False))
-        split = self.parse_task_options(opt.get("task", ""))[0]
+        self.label_type = opt["label_type"]
+        self.separator = bool(opt["include_knowledge_separator"])
+        split = self.parse_task_options(opt["task"])[0]
         self.config = self.make_config(opt, unseen=split == "topic_split")
         self.config.check()  # a bad size fails here, before ParlAI's loaders
         self.fold = opt["datatype"].split(":")[0]

@@ -54,18 +54,18 @@ class HolleTeacher(GraphAttachMixin, DocgraphDialogTeacher):
 
     def __init__(self, opt: Opt, shared=None) -> None:
         opt = Opt(opt)  # a copy that keeps Opt's methods
-        self.candidates_seed = int(opt.get("label_candidates_seed", 42))
-        self.label_type = opt.get("label_type", "response")
-        self.separator = bool(opt.get("include_knowledge_separator", False))
-        self.num_candidates = int(opt.get("num_label_candidates", 20) or 0)
-        flag = self.parse_task_options(opt.get("task", ""))[0]
+        self.candidates_seed = int(opt["label_candidates_seed"])
+        self.label_type = opt["label_type"]
+        self.separator = bool(opt["include_knowledge_separator"])
+        self.num_candidates = int(opt["num_label_candidates"] or 0)
+        flag = self.parse_task_options(opt["task"])[0]
         dt = opt["datatype"].split(":")[0]
         opt["datafile"] = raw_file(opt["datapath"], "holl_e", SPLIT_FILES[dt])
         self.multi_path = None
         if flag == "multi" and dt == "test":
             self.multi_path = raw_file(opt["datapath"], "holl_e", MULTI_FILE)
         self.id = "holle"
-        self.knowledge_only = bool(opt.get("knowledge_turns_only", False))
+        self.knowledge_only = bool(opt["knowledge_turns_only"])
         self.turn_counts = TurnCounts()
         self.stats = HolleStats()
         super().__init__(opt, shared)

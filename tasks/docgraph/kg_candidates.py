@@ -39,10 +39,10 @@ def add_kg_candidate_args(group) -> None:
 
 def kg_candidate_kwargs(opt: Opt) -> dict:
     return dict(
-        hops=int(opt.get("kg_hops", 2)),
-        beta=float(opt.get("kg_katz_beta", kg_fields.DEFAULT_BETA)),
-        max_paths_per_entity=int(opt.get("kg_max_paths_per_entity", 100)),
-        max_per_relation=int(opt.get("kg_max_per_relation", 10)),
+        hops=int(opt["kg_hops"]),
+        beta=float(opt["kg_katz_beta"]),
+        max_paths_per_entity=int(opt["kg_max_paths_per_entity"]),
+        max_per_relation=int(opt["kg_max_per_relation"]),
     )
 
 

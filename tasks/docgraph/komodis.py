@@ -79,10 +79,10 @@ class KomodisTeacher(KgCandidatesMixin, DocgraphDialogTeacher):
 
     def __init__(self, opt: Opt, shared=None) -> None:
         opt = Opt(opt)  # a copy that keeps Opt's methods
-        self.num_candidates = int(opt.get("num_label_candidates", 20) or 0)
-        self.candidates_seed = int(opt.get("label_candidates_seed", 42))
+        self.num_candidates = int(opt["num_label_candidates"] or 0)
+        self.candidates_seed = int(opt["label_candidates_seed"])
         self.split = opt["datatype"].split(":")[0]
-        self.kg_candidates = bool(opt.get("kg_candidates", True))
+        self.kg_candidates = bool(opt["kg_candidates"])
         self.kg_kwargs = kg_candidate_kwargs(opt)
         opt["datafile"] = raw_file(opt["datapath"], "komodis", "dataset.json")
         self.kg_datafile = opt["datafile"]

@@ -86,9 +86,9 @@ class OpendialkgTeacher(KgCandidatesMixin, DocgraphDialogTeacher):
 
     def __init__(self, opt: Opt, shared=None) -> None:
         opt = Opt(opt)  # a copy that keeps Opt's methods
-        self.num_cands = int(opt.get("num_label_candidates", 20))
-        self.cands_seed = int(opt.get("label_candidates_seed", 42))
-        self.kg_candidates = bool(opt.get("kg_candidates", True))
+        self.num_cands = int(opt["num_label_candidates"])
+        self.cands_seed = int(opt["label_candidates_seed"])
+        self.kg_candidates = bool(opt["kg_candidates"])
         self.kg_kwargs = kg_candidate_kwargs(opt)
         self.id = self.__class__.__name__.replace("Teacher", "").lower()
         if shared is None:

@@ -279,12 +279,12 @@ class SyntheticTeacher(GeneratedTaskTeacher):
 
     def make_config(self, opt: Opt, unseen: bool) -> SyntheticConfig:
         return SyntheticConfig(
-            dialogues=opt.get("synthetic_dialogues", 300),
-            eval_dialogues=opt.get("synthetic_eval_dialogues", 60),
-            people=opt.get("synthetic_people", 4), facts=opt.get("synthetic_facts", 3),
-            turns=opt.get("synthetic_turns", 2), seed=opt.get("synthetic_seed", 0),
-            occupations=opt.get("synthetic_occupations", len(OCCUPATIONS)),
-            cue=opt.get("synthetic_cue", "president"), unseen=unseen)
+            dialogues=opt["synthetic_dialogues"],
+            eval_dialogues=opt["synthetic_eval_dialogues"],
+            people=opt["synthetic_people"], facts=opt["synthetic_facts"],
+            turns=opt["synthetic_turns"], seed=opt["synthetic_seed"],
+            occupations=opt["synthetic_occupations"],
+            cue=opt["synthetic_cue"], unseen=unseen)
 
     def generate(self, split: str) -> Iterator[List[GeneratedTurn]]:
         return generate(self.config, split)

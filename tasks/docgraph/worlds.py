@@ -69,7 +69,7 @@ class InteractiveWorld(_ParlaiInteractiveWorld):
             self.topics = shared["topics"]
         else:
             self.topics = task_topics(self.opt,
-                                      self.opt.get("interactive_topics_datatype", "valid"))
+                                      self.opt["interactive_topics_datatype"])
         wanted = self.opt.get("topic")
         if wanted:
             names = [name for name, _ in self.topics]

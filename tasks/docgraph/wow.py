@@ -229,15 +229,15 @@ class WowTeacher(GraphAttachMixin, DocgraphDialogTeacher):
 
     def __init__(self, opt: Opt, shared=None) -> None:
         opt = Opt(opt)  # keep Opt's methods; we add 'datafile' to our copy only
-        self.label_type = opt.get("label_type", "response")
-        self.separator = bool(opt.get("include_knowledge_separator", False))
-        split = self.parse_task_options(opt.get("task", ""))[0]
+        self.label_type = opt["label_type"]
+        self.separator = bool(opt["include_knowledge_separator"])
+        split = self.parse_task_options(opt["task"])[0]
         opt["datafile"] = self.locate(opt, split_file_name(opt["datatype"], split))
-        missing = opt.get("add_missing_turns", "all")
+        missing = opt["add_missing_turns"]
         self.add_missing = missing == "all" or (
             missing == "train" and opt["datatype"].startswith("train")
         )
-        self.knowledge_only = bool(opt.get("knowledge_turns_only", False))
+        self.knowledge_only = bool(opt["knowledge_turns_only"])
         self.turn_counts = TurnCounts()
         self.id = self.__class__.__name__.replace("Teacher", "").lower()
         super().__init__(opt, shared)
