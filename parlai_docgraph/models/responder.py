@@ -21,7 +21,8 @@ point summation order, which the tests check token for token).
 :func:`load_causal_lm` resolves ``--responder-model``: ``tiny`` (the bundled offline
 config + tokenizer in ``parlai_docgraph/assets/tiny_gpt2``, weights initialised from a
 seed), a local directory (with or without weights), or a hub name (from the local cache
-when offline; a clear :class:`ResponderUnavailable` otherwise).
+when offline; a clear :class:`ResponderUnavailable` otherwise), through the one loader
+(:func:`.hub.load_model`).
 """
 
 from __future__ import annotations
@@ -34,59 +35,32 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..env import offline
 from . import hub
 
 TINY = hub.TINY
 TINY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "tiny_gpt2")
-WEIGHT_FILES = (
-    "model.safetensors",
-    "model.safetensors.index.json",
-    "pytorch_model.bin",
-    "pytorch_model.bin.index.json",
-)
 CONTEXT_TRUNCATE = 128
 KNOWLEDGE_TRUNCATE = 128
 MAX_LENGTH = 286
 NEG_INF = float("-inf")
 
 
-class ResponderUnavailable(RuntimeError):
+class ResponderUnavailable(hub.ModelUnavailable):
     """
     The requested responder LM cannot be loaded (typically: a hub name while offline).
     """
 
 
+OPTION = hub.ModelOption("--responder-model", TINY_DIR, "tokenizer.json, or vocab.json + merges.txt",
+                         ResponderUnavailable)
+
+
 # --------------------------------------------------------------------------- loading
 
 
-def resolve_source(name: str, datapath: Optional[str] = None) -> str:
-    """``--responder-model`` -> a directory or hub name (see :func:`.hub.resolve_source`)."""
-    return hub.resolve_source(name, TINY_DIR, datapath)
-
-
-def has_weights(directory: str) -> bool:
-    return any(os.path.exists(os.path.join(directory, f)) for f in WEIGHT_FILES)
-
-
-def _unavailable(name: str, datapath: Optional[str], error: Exception) -> ResponderUnavailable:
-    return ResponderUnavailable(hub.unavailable_message(
-        "--responder-model", name, datapath, error, "tokenizer.json, or vocab.json + merges.txt"))
-
-
 def load_tokenizer(name: str, datapath: Optional[str] = None):
-    """
-    The HF tokenizer of ``--responder-model`` (see :func:`resolve_source`).
-    """
-    from transformers import AutoTokenizer
-
-    source = resolve_source(name, datapath)
-    try:
-        return AutoTokenizer.from_pretrained(
-            source, local_files_only=offline() or os.path.isdir(source)
-        )
-    except (OSError, ValueError) as e:
-        raise _unavailable(name, datapath, e) from e
+    """The HF tokenizer of ``--responder-model`` (see :func:`.hub.load_tokenizer`)."""
+    return hub.load_tokenizer(name, OPTION, datapath)
 
 
 def load_causal_lm(
@@ -96,39 +70,8 @@ def load_causal_lm(
     pretrained: bool = True,
     dtype: Optional[torch.dtype] = None,
 ) -> nn.Module:
-    """
-    The causal LM of ``--responder-model``.
-
-    A directory without weights (``tiny``) gets freshly initialised weights from ``seed``
-    (without touching the global RNG). ``pretrained=False`` does the same for any source:
-    the caller is about to load a checkpoint, so pretrained weights would be wasted work.
-    ``dtype`` (e.g. ``torch.bfloat16``) is the parameter dtype.
-    """
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    source = resolve_source(name, datapath)
-    local = os.path.isdir(source)
-    try:
-        if pretrained and (not local or has_weights(source)):
-            return AutoModelForCausalLM.from_pretrained(
-                source, local_files_only=offline() or local, **({} if dtype is None else {"dtype": dtype})
-            )
-        config = AutoConfig.from_pretrained(source, local_files_only=offline() or local)
-    except (OSError, ValueError) as e:
-        raise _unavailable(name, datapath, e) from e
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        lm = AutoModelForCausalLM.from_config(config, **_small_model_kwargs(config))
-    return lm if dtype is None else lm.to(dtype)
-
-
-def _small_model_kwargs(config) -> dict:
-    """
-    Eager attention for small models (``tiny``): on CPU, SDPA's per-call overhead makes
-    a 128-dim model ~5x slower than the plain implementation; results are the same.
-    """
-    width = getattr(config, "n_embd", None) or getattr(config, "hidden_size", None) or 1024
-    return {"attn_implementation": "eager"} if width < 512 else {}
+    """The causal LM of ``--responder-model`` (see :func:`.hub.load_model`)."""
+    return hub.load_model(name, "causal", OPTION, datapath, pretrained, seed, dtype)
 
 
 def special_ids(tokenizer) -> Tuple[int, int]:
