@@ -106,7 +106,8 @@ def test_encoder_whose_tokenizer_adds_no_cls_is_refused(tmp_path):
 
 # ----------------------------------------------------------------- decoder-only position limits
 def test_gpt2_responder_prompt_and_reply_fit_n_positions(tmp_path):
-    from parlai_docgraph.models.responder import GenerationConfig, Responder, load_causal_lm
+    from parlai_docgraph.models.decoding import generation_config
+    from parlai_docgraph.models.responder import Responder, load_causal_lm
 
     directory = make_family("gpt2", tmp_path / "g", positions=48, weights=False)
     lm = load_causal_lm(str(directory)).eval()
@@ -117,7 +118,8 @@ def test_gpt2_responder_prompt_and_reply_fit_n_positions(tmp_path):
     resp = Responder(lm, eos_id=0, knowledge_truncate=20, context_truncate=20, max_length=48)
     prompts = [resp.build_prompt(list(range(5, 60)), list(range(5, 60))), [7, 0, 8, 0]]
     for method in ("greedy", "beam"):
-        out = resp.generate(prompts, GenerationConfig(method=method, beam_size=2, min_length=100))
+        config = generation_config({"inference": method, "beam_size": 2, "beam_min_length": 100})
+        out = resp.generate(prompts, config)
         for prompt, hyps in zip(prompts, out):
             assert len(prompt) + len(hyps[0].tokens) <= 48
     assert len(prompts[0]) + len(out[0][0].tokens) == 48  # min_length forced the whole budget

@@ -1,6 +1,6 @@
 """
-The GPT-2 responder: the torch wrapper (layout, left padding, positions, cache-based
-decoding, batched == unbatched), the bundled offline tiny GPT-2, and the ParlAI agent
+The GPT-2 responder: the torch wrapper (layout, left padding, positions, decoding through
+HF ``generate`` with ParlAI's options, batched == unbatched), the bundled offline tiny GPT-2, and the ParlAI agent
 through the stock CLI (train, then evaluate in a fresh process).
 """
 
@@ -16,9 +16,9 @@ import torch
 
 from conftest import run_cli, teacher_acts
 
+from parlai_docgraph.models.decoding import generation_config
 from parlai_docgraph.models.responder import (
     TINY_DIR,
-    GenerationConfig,
     Responder,
     ResponderUnavailable,
     left_pad,
@@ -123,7 +123,7 @@ def test_batched_greedy_equals_unbatched(tiny):
     responder, _ = tiny
     prompts = random_prompts(responder, 8, seed=1)
     assert len({len(p) for p in prompts}) == 8  # mixed lengths
-    config = GenerationConfig(method="greedy", min_length=30, max_new_tokens=30)
+    config = generation_config({"inference": "greedy", "beam_min_length": 30}, max_new_tokens=30)
     batched = responder.generate(prompts, config)
     for prompt, hyps in zip(prompts, batched):
         alone = responder.generate([prompt], config)[0][0]
@@ -135,7 +135,8 @@ def test_batched_greedy_equals_unbatched(tiny):
 def test_batched_beam_equals_unbatched(tiny):
     responder, _ = tiny
     prompts = random_prompts(responder, 4, seed=2)
-    config = GenerationConfig(method="beam", beam_size=3, min_length=4, max_new_tokens=10)
+    config = generation_config({"inference": "beam", "beam_size": 3, "beam_min_length": 4},
+                               max_new_tokens=10)
     batched = responder.generate(prompts, config)
     for prompt, hyps in zip(prompts, batched):
         alone = responder.generate([prompt], config)[0]
@@ -155,29 +156,102 @@ def test_batched_beam_equals_unbatched(tiny):
 def test_max_length_286_includes_the_input(tiny):
     responder, _ = tiny
     prompts = random_prompts(responder, 2, seed=3, know=(100, 128), ctx=(200, 300))
-    out = responder.generate(prompts, GenerationConfig(min_length=1000))  # never stops early
+    out = responder.generate(prompts, generation_config({"beam_min_length": 1000}))  # no early stop
     for prompt, hyps in zip(prompts, out):
         assert len(prompt) + len(hyps[0].tokens) == 286
 
 
-def test_sampling_filters_and_seeded_sampling(tiny):
+def test_each_inference_mode_maps_onto_one_generation_config(tiny):
+    """ParlAI's --inference, --beam-size, --topk, --topp, ... -> HF GenerationConfig fields."""
+    opt = {"beam_size": 4, "topk": 7, "topp": 0.8, "beam_min_length": 3,
+           "beam_length_penalty": 0.5, "beam_block_ngram": 2, "temperature": 0.7}
+    beam = dict(do_sample=False, num_beams=4, num_return_sequences=4, length_penalty=0.5,
+                early_stopping=True)
+    expected = {
+        "greedy": dict(do_sample=False, num_beams=1, num_return_sequences=1),
+        "beam": beam,
+        "delayedbeam": beam,  # not expressible in one generate call: runs as beam
+        "topk": dict(do_sample=True, num_beams=1, top_k=7, top_p=0.8, temperature=0.7),
+        "nucleus": dict(do_sample=True, num_beams=1, top_k=0, top_p=0.8, temperature=0.7),
+    }
+    for mode, fields in expected.items():
+        config = generation_config({**opt, "inference": mode}, max_new_tokens=9)
+        assert {k: getattr(config, k) for k in fields} == fields, mode
+        assert (config.max_new_tokens, config.min_new_tokens, config.no_repeat_ngram_size,
+                config.repetition_penalty) == (9, 3, 2, 1.0), mode
+        config.validate(strict=True)  # no flag the mode would ignore
+    assert generation_config({"inference": "beam", "beam_size": 4}, beam_size=2).num_beams == 2
+    single = generation_config({"inference": "beam", "beam_size": 1})  # ParlAI's default size
+    assert (single.num_beams, single.do_sample) == (1, False)
+    single.validate(strict=True)
+    with pytest.raises(ValueError, match="factual_nucleus"):
+        generation_config({"inference": "factual_nucleus"})
+    # a model's own generation defaults (an instruction-tuned model samples) never leak in
     responder, _ = tiny
-    logprobs = torch.log_softmax(torch.tensor([[5.0, 4.0, 3.0, 0.0, -1.0, -9.0]]), -1)
-    kept = Responder.filter_top_k_top_p(logprobs, topk=3, topp=1.0)
-    assert torch.isfinite(kept).tolist() == [[True, True, True, False, False, False]]
-    # p = [.66, .24, .09, ...]: 0.95 needs three tokens, 0.5 needs one
-    assert torch.isfinite(Responder.filter_top_k_top_p(logprobs, 20, 0.95)).sum() == 3
-    assert torch.isfinite(Responder.filter_top_k_top_p(logprobs, 20, 0.5)).sum() == 1
-    prompts = random_prompts(responder, 2, seed=4)
+    prompts = random_prompts(responder, 2, seed=7)
+    config = generation_config({"inference": "greedy", "beam_min_length": 6}, max_new_tokens=6)
+    plain = [h[0].tokens for h in responder.generate(prompts, config)]
+    own = responder.lm.generation_config
+    responder.lm.generation_config = type(own)(**{**own.to_dict(), "do_sample": True, "top_k": 5,
+                                                   "temperature": 3.0, "repetition_penalty": 9.0})
+    try:
+        assert [h[0].tokens for h in responder.generate(prompts, config)] == plain
+    finally:
+        responder.lm.generation_config = own
 
-    def sample(seed):
-        g = torch.Generator().manual_seed(seed)
-        cfg = GenerationConfig(method="sample", topk=20, topp=0.95, min_length=8,
-                               max_new_tokens=8, generator=g)
-        return [h[0].tokens for h in responder.generate(prompts, cfg)]
 
-    assert sample(0) == sample(0)
-    assert all(len(t) == 8 for t in sample(1))
+@pytest.mark.parametrize("inference,topk,topp", [("topk", 3, 1.0), ("topk", 50, 0.05), ("nucleus", 0, 0.05)])
+def test_sampling_emits_only_tokens_of_the_filtered_set(tiny, inference, topk, topp):
+    """
+    Every sampled token is among the ``topk`` most likely and within the smallest set of
+    the (top-k renormalised) distribution whose mass reaches ``topp``, checked against the
+    teacher-forced logits (EOS excluded first: ``--beam-min-length`` bans it). The random tiny LM is nearly uniform over ~2400 tokens, so an
+    unfiltered sampler would leave these sets at almost every step.
+    """
+    responder, _ = tiny
+    prompts = random_prompts(responder, 3, seed=5)
+    config = generation_config({"inference": inference, "topk": topk, "topp": topp,
+                                "beam_min_length": 12}, max_new_tokens=12)
+    for seed in range(2):
+        tokens = [h[0].tokens for h in responder.generate(prompts, config, seed=seed)]
+        assert all(len(t) == 12 for t in tokens)
+        with torch.no_grad():
+            logits, _, _ = responder(prompts, tokens)  # logits[i, j] predicts tokens[i][j]
+        for i, row_tokens in enumerate(tokens):
+            for j, t in enumerate(row_tokens):
+                row = logits[i, j].float()
+                row[responder.eos_id] = float("-inf")
+                if topk:
+                    kth = row.topk(topk).values[-1]
+                    assert row[t] >= kth - 1e-4, (i, j)
+                    row = row.masked_fill(row < kth - 1e-4, float("-inf"))
+                probs = torch.softmax(row, -1)
+                assert probs[probs > probs[t] + 1e-6].sum() < topp + 1e-4, (i, j)
+    # seeded sampling repeats itself and leaves the caller's RNG alone
+    torch.manual_seed(11)
+    want = torch.rand(1)
+    torch.manual_seed(11)
+    first = [h[0].tokens for h in responder.generate(prompts, config, seed=0)]
+    assert torch.equal(torch.rand(1), want)
+    assert first == [h[0].tokens for h in responder.generate(prompts, config, seed=0)]
+
+
+def test_block_ngram_within_the_reply_batched_equals_unbatched(tiny):
+    responder, _ = tiny
+    prompts = random_prompts(responder, 4, seed=6)
+    opt = {"inference": "beam", "beam_size": 2, "beam_min_length": 25}
+
+    def repeats(tokens):
+        grams = list(zip(tokens, tokens[1:]))
+        return len(grams) - len(set(grams))
+
+    free = responder.generate(prompts, generation_config(opt, max_new_tokens=25))
+    assert any(repeats(h.tokens) for hyps in free for h in hyps)  # the tiny LM loops
+    config = generation_config({**opt, "beam_block_ngram": 2}, max_new_tokens=25)
+    batched = responder.generate(prompts, config)
+    for prompt, hyps in zip(prompts, batched):
+        assert [h.tokens for h in hyps] == [h.tokens for h in responder.generate([prompt], config)[0]]
+        assert all(len(h.tokens) == 25 and repeats(h.tokens) == 0 for h in hyps)
 
 
 # ----------------------------------------------------------------------------- training

@@ -20,7 +20,7 @@ config's ``is_encoder_decoder``).
 :func:`load_lm` (and :func:`load_seq2seq`) resolves ``--gsr-model``: ``tiny`` (bundled
 ``parlai_docgraph/assets/tiny_t5``: config + tokenizer, weights from a seed), a local
 directory, or a hub name (``t5-small``; from the HF cache when offline, else a clear
-:class:`GSRUnavailable`).
+:class:`GSRUnavailable`), through the one loader (:func:`.hub.load_model`).
 """
 
 from __future__ import annotations
@@ -32,50 +32,29 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from parlai_docgraph.env import offline
 from parlai_docgraph.models import hub
 from parlai_docgraph.models.adapters import is_adapted, set_trainable
 
 TINY = hub.TINY
 TINY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "tiny_t5")
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 MASK_TOKEN = "<extra_id_0>"
 LABEL_PAD = -100  # ignored by cross-entropy: padding is never a label
 LOG = logging.getLogger(__name__)
 
 
-class GSRUnavailable(RuntimeError):
+class GSRUnavailable(hub.ModelUnavailable):
     """The requested ``--gsr-model`` cannot be loaded (typically a hub name offline)."""
 
 
-def resolve_source(name: str, datapath: Optional[str] = None) -> str:
-    """``--gsr-model`` -> a directory or hub name (see :func:`.hub.resolve_source`)."""
-    return hub.resolve_source(name, TINY_DIR, datapath)
-
-
-def _unavailable(name: str, datapath: Optional[str], error: Exception) -> GSRUnavailable:
-    return GSRUnavailable(hub.unavailable_message(
-        "--gsr-model", name, datapath, error, "tokenizer.json or spiece.model"))
+OPTION = hub.ModelOption("--gsr-model", TINY_DIR, "tokenizer.json or spiece.model", GSRUnavailable)
 
 
 def load_tokenizer(name: str, datapath: Optional[str] = None, extra_special: Sequence[str] = ()):
     """
-    The tokenizer of ``--gsr-model`` with ``extra_special`` (Eq. 2 structural tokens)
-    added as special tokens when missing (T5's own vocabulary has none of them).
+    The tokenizer of ``--gsr-model`` with ``extra_special`` (Eq. 2 structural tokens) and
+    T5's mask sentinel added as special tokens when missing (see :func:`.hub.load_tokenizer`).
     """
-    from transformers import AutoTokenizer
-
-    source = resolve_source(name, datapath)
-    try:
-        tok = AutoTokenizer.from_pretrained(source, local_files_only=offline() or os.path.isdir(source))
-    except (OSError, ValueError) as e:
-        raise _unavailable(name, datapath, e) from e
-    vocab = tok.get_vocab()
-    missing = [t for t in extra_special if t not in vocab]
-    if MASK_TOKEN not in vocab:
-        missing.append(MASK_TOKEN)
-    if missing:
-        tok.add_special_tokens({"additional_special_tokens": missing}, replace_extra_special_tokens=False)
+    tok = hub.load_tokenizer(name, OPTION, datapath, (*extra_special, MASK_TOKEN))
     if tok.pad_token is None:  # Llama-style tokenizers: EOS stands in (padding is masked)
         tok.pad_token = tok.eos_token
     return tok
@@ -109,33 +88,14 @@ def load_lm(
 ) -> nn.Module:
     """
     The LM of ``--gsr-model``: ``AutoModelForSeq2SeqLM`` for an encoder-decoder config,
-    else ``AutoModelForCausalLM``. A source without weights (``tiny``) or
-    ``pretrained=False`` gets fresh weights from ``seed`` (global RNG untouched);
-    ``dtype`` (e.g. ``torch.bfloat16``) is the parameter dtype.
+    else ``AutoModelForCausalLM`` (see :func:`.hub.load_model`).
     """
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
-
-    source = resolve_source(name, datapath)
-    local = os.path.isdir(source)
-    has_weights = local and any(os.path.exists(os.path.join(source, f)) for f in WEIGHT_FILES)
-    try:
-        config = AutoConfig.from_pretrained(source, local_files_only=offline() or local)
-        auto = AutoModelForCausalLM if is_causal(config) else AutoModelForSeq2SeqLM
-        if pretrained and (not local or has_weights):
-            kwargs = {} if dtype is None else {"dtype": dtype}
-            return auto.from_pretrained(source, local_files_only=offline() or local, **kwargs)
-    except (OSError, ValueError) as e:
-        raise _unavailable(name, datapath, e) from e
-    width = getattr(config, "d_model", None) or getattr(config, "hidden_size", None) or 1024
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        lm = auto.from_config(config, **({"attn_implementation": "eager"} if width < 512 else {}))
-    return lm if dtype is None else lm.to(dtype)
+    return hub.load_model(name, "lm", OPTION, datapath, pretrained, seed, dtype)
 
 
 def load_seq2seq(name: str, datapath: Optional[str] = None, seed: int = 0, pretrained: bool = True) -> nn.Module:
-    """:func:`load_lm` for an encoder-decoder ``--gsr-model`` (kept for callers and tests)."""
-    return load_lm(name, datapath, seed, pretrained)
+    """The encoder-decoder of ``--gsr-model`` (see :func:`.hub.load_model`)."""
+    return hub.load_model(name, "seq2seq", OPTION, datapath, pretrained, seed)
 
 
 def right_pad(seqs: Sequence[Sequence[int]], pad: int) -> Tuple[torch.Tensor, torch.Tensor]:

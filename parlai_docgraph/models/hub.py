@@ -1,18 +1,61 @@
 """
-Where a ``--*-model`` name points (bundled tiny asset, local directory, the datapath's
-offline ``hf/`` folder or a hub name), the error that says what to do when it cannot
-be loaded, and how many positions a decoder-only LM can number. Shared by the responder
-(causal LM) and DialogGSR (seq2seq or causal).
+The one loader of Hugging Face models and tokenizers, shared by the selector's encoder
+(``--encoder-model``), the responder (``--responder-model``, a causal LM) and DialogGSR
+(``--gsr-model``, seq2seq or causal):
+
+* where a ``--*-model`` name points (:func:`resolve_source`: the bundled ``tiny`` asset,
+  a local directory, the datapath's offline ``hf/`` folder or a hub name);
+* :func:`load_tokenizer` and :func:`load_model` (``kind`` encoder, causal, seq2seq, or
+  ``lm``: causal or seq2seq as the config says); a source without weights (``tiny``) or
+  ``pretrained=False`` gets weights from a seed, the global RNG untouched;
+* the one error text (:func:`unavailable_message`), raised as the component's
+  :class:`ModelUnavailable` subclass;
+* how many positions a decoder-only LM can number (:func:`position_limit`,
+  :func:`fit_window`).
 """
 
 from __future__ import annotations
 
 import os
-from typing import List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, List, Literal, Optional, Sequence, Tuple, Type
 
 from parlai_docgraph.env import offline
 
 TINY = "tiny"
+#: the files any of which means "this directory has weights" (else: seeded fresh weights)
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+#: encoder: ``AutoModel``; causal / seq2seq: the LM heads; lm: whichever the config is
+Kind = Literal["encoder", "causal", "seq2seq", "lm"]
+KINDS = ("encoder", "causal", "seq2seq", "lm")
+
+
+class ModelUnavailable(RuntimeError):
+    """A ``--*-model`` cannot be loaded (typically a hub name while offline)."""
+
+
+@dataclass(frozen=True)
+class ModelOption:
+    """
+    One component's ``--*-model`` option: its name, the directory ``tiny`` stands for
+    (config and tokenizer, no weights), the tokenizer files its error text names, the
+    error class it raises and the offline alternative that text offers.
+    """
+
+    option: str
+    tiny_dir: str
+    tokenizer_files: str
+    error: Type[ModelUnavailable] = ModelUnavailable
+    offline_hint: str = ""
+    reads_datapath: bool = True  # looks in ``<datapath>/hf/<name>`` (ParlAI PR #3027)
+
+    def hint(self) -> str:
+        return self.offline_hint or f"use the bundled offline model: {self.option} {TINY}"
 
 
 def resolve_source(name: str, tiny_dir: str, datapath: Optional[str] = None) -> str:
@@ -32,21 +75,124 @@ def resolve_source(name: str, tiny_dir: str, datapath: Optional[str] = None) -> 
 
 
 def unavailable_message(
-    option: str, name: str, datapath: Optional[str], error: Exception, tokenizer_files: str
+    option: ModelOption, name: str, datapath: Optional[str], error: Exception
 ) -> str:
-    """Why ``option name`` could not be loaded and the three ways to fix it."""
+    """Why ``--*-model name`` could not be loaded and the three ways to fix it."""
+    flag = option.option
     where = os.path.join(datapath, "hf", name) if datapath else "<datapath>/hf/" + name
+    where = f"{where} or any directory" if option.reads_datapath else "a directory"
     mode = ("offline (PARLAI_DOCGRAPH_OFFLINE, HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set)"
             if offline() else "online")
+    what = ("it is a local directory that could not be read" if os.path.isdir(name)
+            else "it is not a local directory and not in the Hugging Face cache")
     return (
-        f"{option} {name!r} could not be loaded {mode}: it is not a local directory and "
-        f"not in the Hugging Face cache ({type(error).__name__}: {error}).\n"
+        f"{flag} {name!r} could not be loaded {mode}: {what} ({type(error).__name__}: {error}).\n"
         f"Either (1) fetch it once with network access: `hf download {name}` (older "
         f"huggingface_hub: `huggingface-cli download {name}`), then rerun; "
         f"or (2) put config.json, model.safetensors (or pytorch_model.bin) and the tokenizer "
-        f"files ({tokenizer_files}) in {where} or any directory and pass "
-        f"{option} /that/directory; or (3) use the bundled offline model: {option} tiny."
+        f"files ({option.tokenizer_files}) in {where} and pass "
+        f"{flag} /that/directory; or (3) {option.hint()}."
     )
+
+
+def has_weights(directory: str) -> bool:
+    """A directory with one of :data:`WEIGHT_FILES`."""
+    return any(os.path.exists(os.path.join(directory, f)) for f in WEIGHT_FILES)
+
+
+def _from(source: str) -> dict:
+    # offline, a hub name resolves only from the local cache: never try the network
+    return {"local_files_only": offline() or os.path.isdir(source)}
+
+
+def load_tokenizer(
+    name: str, option: ModelOption, datapath: Optional[str] = None, extra_special: Sequence[str] = ()
+) -> Any:
+    """
+    The Hugging Face tokenizer of ``name`` (see :func:`resolve_source`), with
+    ``extra_special`` added as special tokens where its vocabulary lacks them.
+    """
+    from transformers import AutoTokenizer
+
+    source = resolve_source(name, option.tiny_dir, datapath)
+    try:
+        tok = AutoTokenizer.from_pretrained(source, **_from(source))
+    except (OSError, ValueError) as e:
+        raise option.error(unavailable_message(option, name, datapath, e)) from e
+    vocab = tok.get_vocab()
+    missing = list(dict.fromkeys(t for t in extra_special if t not in vocab))
+    if missing:
+        tok.add_special_tokens({"additional_special_tokens": missing}, replace_extra_special_tokens=False)
+    return tok
+
+
+def _auto_class(kind: str, config: Any) -> Any:
+    import transformers
+
+    if kind not in KINDS:
+        raise ValueError(f"model kind {kind!r} is none of {KINDS}")
+    if kind == "lm":
+        kind = "seq2seq" if getattr(config, "is_encoder_decoder", False) else "causal"
+    return {"encoder": transformers.AutoModel, "causal": transformers.AutoModelForCausalLM,
+            "seq2seq": transformers.AutoModelForSeq2SeqLM}[kind]
+
+
+def _without_pooler(kind: str, make: Callable[..., Any]) -> Any:
+    """An encoder without its pooler where the class has one ([CLS] pooling reads the
+    last hidden state; a pooler would get no gradient)."""
+    if kind == "encoder":
+        try:
+            return make(add_pooling_layer=False)
+        except TypeError:  # encoders without a pooler option (DistilBERT, ...)
+            pass
+    return make()
+
+
+def _small_model_kwargs(config: Any) -> dict:
+    """
+    Eager attention for small models (``tiny``): on CPU, SDPA's per-call overhead makes
+    a 128-dim model ~5x slower than the plain implementation; results are the same.
+    """
+    width = (getattr(config, "n_embd", None) or getattr(config, "d_model", None)
+             or getattr(config, "hidden_size", None) or 1024)
+    return {"attn_implementation": "eager"} if width < 512 else {}
+
+
+def load_model(
+    name: str,
+    kind: Kind,
+    option: ModelOption,
+    datapath: Optional[str] = None,
+    pretrained: bool = True,
+    seed: int = 0,
+    dtype: Any = None,
+) -> Any:
+    """
+    The model of ``name`` (see :func:`resolve_source`) as ``kind``. A directory without
+    weights (``tiny``), or ``pretrained=False`` for any source (the caller is about to
+    load a checkpoint), gets fresh weights from ``seed`` without touching the global RNG.
+    ``dtype`` (e.g. ``torch.bfloat16``) is the parameter dtype.
+    """
+    import torch
+    from transformers import AutoConfig
+
+    source = resolve_source(name, option.tiny_dir, datapath)
+    try:
+        config = AutoConfig.from_pretrained(source, **_from(source))
+    except (OSError, ValueError) as e:
+        raise option.error(unavailable_message(option, name, datapath, e)) from e
+    auto = _auto_class(kind, config)
+    if pretrained and (not os.path.isdir(source) or has_weights(source)):
+        kwargs = {**_from(source), **({} if dtype is None else {"dtype": dtype})}
+        try:
+            return _without_pooler(kind, lambda **kw: auto.from_pretrained(source, **kwargs, **kw))
+        except (OSError, ValueError) as e:
+            raise option.error(unavailable_message(option, name, datapath, e)) from e
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = _without_pooler(
+            kind, lambda **kw: auto.from_config(config, **_small_model_kwargs(config), **kw))
+    return model if dtype is None else model.to(dtype)
 
 
 def position_limit(config) -> Optional[int]:

@@ -7,86 +7,65 @@ No ParlAI here: :class:`Responder` is a ``torch.nn.Module`` over a causal LM
 * lays the input out as ``knowledge <sep> context <sep>`` (``<sep>`` = the EOS token),
   keeping the first ``knowledge_truncate`` knowledge tokens and the *last*
   ``context_truncate`` (128) context tokens, and the reply follows, ended by EOS;
-* pads on the **left** and passes explicit position ids computed from the attention mask
-  (``cumsum - 1``, clamped at 0), so a padded row sees the same positions as the same
-  row alone (ParlAI PR #3193; microsoft/DialoGPT#20);
-* decodes incrementally with transformers-5 cache objects (:class:`DynamicCache`; beam
-  search reorders it with the cache's own ``reorder_cache``);
-* decodes greedily, with beam search, or by sampling (top-k, then top-p), never past
-  ``max_length`` (286) tokens *including the input*, each row with its own budget.
+* pads on the **left**: teacher forcing passes explicit position ids computed from the
+  attention mask (``cumsum - 1``, clamped at 0), so a padded row sees the same positions
+  as the same row alone (ParlAI PR #3193; microsoft/DialoGPT#20); ``generate`` derives
+  the same positions from the mask;
+* generates with one Hugging Face ``generate`` call per batch (:meth:`Responder.generate`;
+  greedy, beam search or sampling as the :func:`~.decoding.generation_config` of ParlAI's
+  options says), never past ``max_length`` (286) tokens *including the input*, each row
+  with its own budget (:class:`~.decoding.ReplyBudget`).
 
 Rows never interact, so batched generation equals unbatched generation (up to floating
 point summation order, which the tests check token for token).
 
-:func:`load_causal_lm` resolves ``--responder-model``: ``tiny`` (the bundled offline
-config + tokenizer in ``parlai_docgraph/assets/tiny_gpt2``, weights initialised from a
-seed), a local directory (with or without weights), or a hub name (from the local cache
-when offline; a clear :class:`ResponderUnavailable` otherwise).
+:func:`load_causal_lm` resolves ``--responder-model`` through the one loader
+(:func:`.hub.load_model`): ``tiny`` (the bundled offline config + tokenizer in
+``parlai_docgraph/assets/tiny_gpt2``, weights initialised from a seed), a local directory
+(with or without weights), or a hub name (from the local cache when offline; a clear
+:class:`ResponderUnavailable` otherwise).
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import os
-from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from parlai_docgraph.env import offline
 from parlai_docgraph.models import hub
+
+if TYPE_CHECKING:
+    from transformers import GenerationConfig
 
 TINY = hub.TINY
 TINY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "tiny_gpt2")
-WEIGHT_FILES = (
-    "model.safetensors",
-    "model.safetensors.index.json",
-    "pytorch_model.bin",
-    "pytorch_model.bin.index.json",
-)
 CONTEXT_TRUNCATE = 128
 KNOWLEDGE_TRUNCATE = 128
 MAX_LENGTH = 286
-NEG_INF = float("-inf")
 
 
-class ResponderUnavailable(RuntimeError):
+class ResponderUnavailable(hub.ModelUnavailable):
     """
     The requested responder LM cannot be loaded (typically: a hub name while offline).
     """
 
 
+OPTION = hub.ModelOption("--responder-model", TINY_DIR, "tokenizer.json, or vocab.json + merges.txt",
+                         ResponderUnavailable)
+
+
 # --------------------------------------------------------------------------- loading
 
 
-def resolve_source(name: str, datapath: Optional[str] = None) -> str:
-    """``--responder-model`` -> a directory or hub name (see :func:`.hub.resolve_source`)."""
-    return hub.resolve_source(name, TINY_DIR, datapath)
-
-
-def has_weights(directory: str) -> bool:
-    return any(os.path.exists(os.path.join(directory, f)) for f in WEIGHT_FILES)
-
-
-def _unavailable(name: str, datapath: Optional[str], error: Exception) -> ResponderUnavailable:
-    return ResponderUnavailable(hub.unavailable_message(
-        "--responder-model", name, datapath, error, "tokenizer.json, or vocab.json + merges.txt"))
-
-
 def load_tokenizer(name: str, datapath: Optional[str] = None):
-    """
-    The HF tokenizer of ``--responder-model`` (see :func:`resolve_source`).
-    """
-    from transformers import AutoTokenizer
-
-    source = resolve_source(name, datapath)
-    try:
-        return AutoTokenizer.from_pretrained(
-            source, local_files_only=offline() or os.path.isdir(source)
-        )
-    except (OSError, ValueError) as e:
-        raise _unavailable(name, datapath, e) from e
+    """The HF tokenizer of ``--responder-model`` (see :func:`.hub.load_tokenizer`)."""
+    return hub.load_tokenizer(name, OPTION, datapath)
 
 
 def load_causal_lm(
@@ -96,39 +75,8 @@ def load_causal_lm(
     pretrained: bool = True,
     dtype: Optional[torch.dtype] = None,
 ) -> nn.Module:
-    """
-    The causal LM of ``--responder-model``.
-
-    A directory without weights (``tiny``) gets freshly initialised weights from ``seed``
-    (without touching the global RNG). ``pretrained=False`` does the same for any source:
-    the caller is about to load a checkpoint, so pretrained weights would be wasted work.
-    ``dtype`` (e.g. ``torch.bfloat16``) is the parameter dtype.
-    """
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    source = resolve_source(name, datapath)
-    local = os.path.isdir(source)
-    try:
-        if pretrained and (not local or has_weights(source)):
-            return AutoModelForCausalLM.from_pretrained(
-                source, local_files_only=offline() or local, **({} if dtype is None else {"dtype": dtype})
-            )
-        config = AutoConfig.from_pretrained(source, local_files_only=offline() or local)
-    except (OSError, ValueError) as e:
-        raise _unavailable(name, datapath, e) from e
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        lm = AutoModelForCausalLM.from_config(config, **_small_model_kwargs(config))
-    return lm if dtype is None else lm.to(dtype)
-
-
-def _small_model_kwargs(config) -> dict:
-    """
-    Eager attention for small models (``tiny``): on CPU, SDPA's per-call overhead makes
-    a 128-dim model ~5x slower than the plain implementation; results are the same.
-    """
-    width = getattr(config, "n_embd", None) or getattr(config, "hidden_size", None) or 1024
-    return {"attn_implementation": "eager"} if width < 512 else {}
+    """The causal LM of ``--responder-model`` (see :func:`.hub.load_model`)."""
+    return hub.load_model(name, "causal", OPTION, datapath, pretrained, seed, dtype)
 
 
 def special_ids(tokenizer) -> Tuple[int, int]:
@@ -169,22 +117,9 @@ def left_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> Tuple[torch.Tensor, 
 @dataclass
 class Hypothesis:
     tokens: List[int]
-    score: float  # sum of log-probabilities (before any length penalty)
-    rescored: float = 0.0
-    finished: bool = False
-
-
-@dataclass
-class GenerationConfig:
-    method: str = "greedy"  # greedy | beam | sample
-    beam_size: int = 1
-    topk: int = 0  # 0: no top-k filter
-    topp: float = 1.0  # 1.0: no nucleus filter
-    max_new_tokens: Optional[int] = None  # besides max_length (which includes the input)
-    min_length: int = 0
-    length_penalty: float = 0.65  # ParlAI's ((5 + len) / 6) ** lp
-    temperature: float = 1.0
-    generator: Optional[torch.Generator] = field(default=None, repr=False)
+    score: float  # sum of log-probabilities of the tokens (and the EOS that ended them)
+    rescored: float = 0.0  # beam search: the length-penalised score it was ranked by
+    finished: bool = True
 
 
 class Responder(nn.Module):
@@ -243,14 +178,6 @@ class Responder(nn.Module):
     def _device(self) -> torch.device:
         return next(self.lm.parameters()).device
 
-    def _forward(self, ids, mask, pos, cache=None, keep_last=False):
-        kwargs = dict(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=cache is not None)
-        if cache is not None:
-            kwargs["past_key_values"] = cache
-        if keep_last:
-            kwargs["logits_to_keep"] = 1
-        return self.lm(**kwargs)
-
     # ------------------------------------------------------------------ teacher forcing
     def forward(
         self, prompts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]]
@@ -267,7 +194,7 @@ class Responder(nn.Module):
         full = [list(p) + list(t) for p, t in zip(prompts, targets)]
         ids, mask = left_pad(full, self.pad_id)
         ids, mask = ids.to(device), mask.to(device)
-        logits = self._forward(ids, mask, position_ids(mask)).logits
+        logits = self.lm(input_ids=ids, attention_mask=mask, position_ids=position_ids(mask)).logits
         width = ids.size(1)
         tmax = max(max(len(t) for t in targets), 1)
         lengths = torch.tensor([len(t) for t in targets], device=device)
@@ -299,166 +226,57 @@ class Responder(nn.Module):
     # ------------------------------------------------------------------ generation
     @torch.no_grad()
     def generate(
-        self, prompts: Sequence[Sequence[int]], config: Optional[GenerationConfig] = None
+        self, prompts: Sequence[Sequence[int]], config: Optional["GenerationConfig"] = None,
+        seed: Optional[int] = None,
     ) -> List[List[Hypothesis]]:
         """
-        For each prompt, its hypotheses best first (one for greedy/sampling, up to
-        ``beam_size`` for beam search). Tokens exclude the prompt and the final EOS.
+        For each prompt, its hypotheses best first (one for greedy / sampling,
+        ``num_beams`` for beam search), from one ``generate`` call over the left-padded
+        batch. ``config`` (default: greedy) is a
+        :func:`~.decoding.generation_config`; each row stops at its own budget (prompt and
+        reply within ``max_length``; ``config.max_new_tokens`` caps it too). Tokens
+        exclude the prompt and the final EOS; the score is their log-probability under the
+        model (the EOS included when it ended the reply). ``seed``: sample from a
+        generator of that seed (the global RNG untouched); None: from the global RNG.
         """
-        config = config or GenerationConfig()
+        from transformers import LogitsProcessorList, StoppingCriteriaList
+
+        from parlai_docgraph.models.decoding import ReplyBudget, ReplyNgramBlock, generation_config, positions_below
+
+        config = copy.deepcopy(config or generation_config({}))
         budgets = [self.target_budget(len(p)) for p in prompts]
         if config.max_new_tokens is not None:
             budgets = [min(b, config.max_new_tokens) for b in budgets]
-        if config.method == "beam" and config.beam_size > 1:
-            return self._beam(prompts, budgets, config)
-        return self._sample_or_greedy(prompts, budgets, config)
-
-    def _start(self, prompts, repeat: int = 1):
-        from transformers import DynamicCache
-
-        device = self._device()
+        if not prompts or max(budgets) <= 0:
+            return [[Hypothesis([], 0.0, 0.0)] for _ in prompts]
         ids, mask = left_pad(prompts, self.pad_id)
-        if repeat > 1:
-            ids, mask = ids.repeat_interleave(repeat, 0), mask.repeat_interleave(repeat, 0)
-        ids, mask = ids.to(device), mask.to(device)
-        pos = position_ids(mask)
-        cache = DynamicCache(config=getattr(self.lm, "config", None))
-        out = self._forward(ids, mask, pos, cache, keep_last=True)
-        return out.logits[:, -1, :].float(), mask, pos[:, -1] + 1, out.past_key_values
-
-    def _step(self, tokens, mask, next_pos, cache):
-        mask = torch.cat([mask, mask.new_ones((mask.size(0), 1))], dim=1)
-        # rows that finished early keep stepping with the batch (their tokens are dropped);
-        # clamping keeps their positions inside GPT-2's table. Live rows never reach the
-        # clamp: prompt + reply <= max_length <= n_positions.
-        next_pos = next_pos.clamp(max=self.max_length - 1)
-        out = self._forward(tokens[:, None], mask, next_pos[:, None], cache, keep_last=True)
-        return out.logits[:, -1, :].float(), mask, next_pos + 1, out.past_key_values
-
-    def _logprobs(self, logits, step, config) -> torch.Tensor:
-        if config.temperature != 1.0:
-            logits = logits / config.temperature
-        logprobs = F.log_softmax(logits, dim=-1)
-        if step < config.min_length:
-            logprobs[:, self.eos_id] = NEG_INF
-        return logprobs
-
-    @staticmethod
-    def filter_top_k_top_p(logprobs: torch.Tensor, topk: int, topp: float) -> torch.Tensor:
-        """
-        Keep the ``topk`` most likely tokens, then the smallest set whose mass reaches
-        ``topp`` (the most likely token always survives); the rest get ``-inf``.
-        """
-        out = logprobs
-        if topk and topk > 0 and topk < out.size(-1):
-            kth = out.topk(topk, dim=-1).values[:, -1:]
-            out = out.masked_fill(out < kth, NEG_INF)
-        if topp is not None and topp < 1.0:
-            sorted_lp, order = out.sort(dim=-1, descending=True)
-            probs = F.softmax(sorted_lp, dim=-1)
-            before = probs.cumsum(-1) - probs  # mass strictly before each token
-            drop_sorted = before >= topp
-            drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-            out = out.masked_fill(drop, NEG_INF)
-        return out
-
-    def _sample_or_greedy(self, prompts, budgets, config) -> List[List[Hypothesis]]:
-        bsz = len(prompts)
-        logits, mask, next_pos, cache = self._start(prompts)
-        device = logits.device
-        tokens: List[List[int]] = [[] for _ in range(bsz)]
-        scores = [0.0] * bsz
-        done = [b <= 0 for b in budgets]
-        sample = config.method == "sample"
-        for step in range(max(budgets, default=0)):
-            logprobs = self._logprobs(logits, step, config)
-            if sample:
-                filtered = self.filter_top_k_top_p(logprobs, config.topk, config.topp)
-                probs = F.softmax(filtered, dim=-1)
-                choice = torch.multinomial(probs, 1, generator=config.generator).squeeze(1)
-            else:
-                choice = logprobs.argmax(-1)
-            chosen_lp = logprobs.gather(1, choice[:, None]).squeeze(1)
-            choice_l, lp_l = choice.tolist(), chosen_lp.tolist()
-            for i in range(bsz):
-                if done[i]:
-                    continue
-                scores[i] += lp_l[i]
-                if choice_l[i] == self.eos_id:
-                    done[i] = True
-                else:
-                    tokens[i].append(choice_l[i])
-                    if len(tokens[i]) >= budgets[i]:
-                        done[i] = True
-            if all(done):
-                break
-            feed = torch.tensor(
-                [self.eos_id if done[i] else choice_l[i] for i in range(bsz)], device=device
+        width, device = ids.size(1), self._device()
+        block = config.no_repeat_ngram_size or 0
+        config.update(
+            max_new_tokens=max(budgets), min_new_tokens=min(config.min_new_tokens or 0, max(budgets)),
+            no_repeat_ngram_size=0, eos_token_id=self.eos_id, pad_token_id=self.pad_id,
+            output_logits=True, output_scores=True, return_dict_in_generate=True)
+        rng = (torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else [])
+               if seed is not None else contextlib.nullcontext())
+        with rng, positions_below(self.lm, self.max_length):
+            if seed is not None:
+                torch.manual_seed(seed)
+            out = self.lm.generate(
+                input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config,
+                logits_processor=LogitsProcessorList([ReplyNgramBlock(block, width)] if block > 0 else []),
+                stopping_criteria=StoppingCriteriaList([ReplyBudget(budgets, width)]),
             )
-            logits, mask, next_pos, cache = self._step(feed, mask, next_pos, cache)
-        return [[Hypothesis(tokens[i], scores[i], scores[i], True)] for i in range(bsz)]
-
-    def _beam(self, prompts, budgets, config) -> List[List[Hypothesis]]:
-        bsz, k = len(prompts), config.beam_size
-        logits, mask, next_pos, cache = self._start(prompts, repeat=k)
-        device = logits.device
-        beam_scores = torch.full((bsz, k), NEG_INF, device=device)
-        beam_scores[:, 0] = 0.0  # identical beams at start: expand only the first
-        beam_tokens: List[List[List[int]]] = [[[] for _ in range(k)] for _ in range(bsz)]
-        finished: List[List[Hypothesis]] = [[] for _ in range(bsz)]
-        done = [b <= 0 for b in budgets]
-
-        def penalty(length: int) -> float:
-            return ((5.0 + length) / 6.0) ** config.length_penalty
-
-        for step in range(max(budgets, default=0)):
-            logprobs = self._logprobs(logits, step, config).view(bsz, k, -1)
-            vocab = logprobs.size(-1)
-            cand = (beam_scores[:, :, None] + logprobs).view(bsz, -1)
-            top_scores, top_index = cand.topk(2 * k, dim=-1)
-            top_scores_l, top_index_l = top_scores.tolist(), top_index.tolist()
-            new_scores = torch.full((bsz, k), NEG_INF, device=device)
-            new_tokens = torch.full((bsz, k), self.eos_id, dtype=torch.long, device=device)
-            source = torch.arange(bsz * k, device=device).view(bsz, k).clone()
-            new_beam_tokens = [[[] for _ in range(k)] for _ in range(bsz)]
-            for i in range(bsz):
-                if done[i]:
-                    continue
-                last = step + 1 >= budgets[i]
-                slot = 0
-                for score, flat in zip(top_scores_l[i], top_index_l[i]):
-                    if score == NEG_INF:
-                        break
-                    b, tok = divmod(flat, vocab)
-                    seq = beam_tokens[i][b]
-                    if tok == self.eos_id or last:
-                        toks = seq if tok == self.eos_id else seq + [tok]
-                        finished[i].append(
-                            Hypothesis(list(toks), score, score / penalty(len(toks) + 1), True)
-                        )
-                        continue
-                    if slot < k:
-                        new_scores[i, slot] = score
-                        new_tokens[i, slot] = tok
-                        source[i, slot] = i * k + b
-                        new_beam_tokens[i][slot] = seq + [tok]
-                        slot += 1
-                    if slot >= k and len(finished[i]) >= k:
-                        break
-                # ParlAI-style stop: k finished hypotheses, or nothing left to extend
-                if last or len(finished[i]) >= k or new_scores[i].max().item() == NEG_INF:
-                    done[i] = True
-            if all(done):
-                break
-            beam_scores, beam_tokens = new_scores, new_beam_tokens
-            flat_source = source.view(-1)
-            cache.reorder_cache(flat_source)
-            mask = mask.index_select(0, flat_source)
-            next_pos = next_pos.index_select(0, flat_source)
-            logits, mask, next_pos, cache = self._step(new_tokens.view(-1), mask, next_pos, cache)
-
-        results = []
-        for i in range(bsz):
-            hyps = sorted(finished[i], key=lambda h: h.rescored, reverse=True)[:k]
-            results.append(hyps or [Hypothesis([], 0.0, 0.0, True)])
+        beam = (config.num_beams or 1) > 1
+        steps = self.lm.compute_transition_scores(
+            out.sequences, out.logits, out.beam_indices if beam else None, normalize_logits=True)
+        ranked = out.sequences_scores.tolist() if beam else None
+        per = out.sequences.size(0) // len(prompts)
+        results: List[List[Hypothesis]] = [[] for _ in prompts]
+        for j, (seq, logprobs) in enumerate(zip(out.sequences[:, width:].tolist(), steps.tolist())):
+            i = j // per
+            seq = seq[: budgets[i]]
+            ended = seq.index(self.eos_id) if self.eos_id in seq else None
+            tokens = seq if ended is None else seq[:ended]
+            score = float(sum(logprobs[: len(seq) if ended is None else ended + 1]))
+            results[i].append(Hypothesis(tokens, score, ranked[j] if beam else score))
         return results

@@ -16,14 +16,16 @@ Eq. 9) with any Hugging Face causal LM.
 * Loss and ``ppl``: the LM loss over the reply tokens only (teacher forcing with the gold
   knowledge), recorded like ParlAI's generator metrics (``loss``, ``ppl``,
   ``token_acc``, ``token_em``).
-* Generation: :meth:`_generate` is overridden to use
-  :class:`parlai_docgraph.models.responder.Responder` (left padding, explicit position
-  ids, transformers-5 ``DynamicCache``), driven by ParlAI's own options:
-  ``--inference greedy`` (default), ``beam`` (``--beam-size``, ``--beam-min-length``,
-  ``--beam-length-penalty``), ``topk`` (top-k ``--topk`` *then* top-p ``--topp``; the
-  defaults here, 20 and 0.95, are the paper's sampler; ``--topp 1`` gives plain top-k),
-  ``nucleus`` (top-p ``--topp`` only). ``--beam-block-ngram`` and the delayed-beam
-  variants are not supported (delayed variants fall back to ``beam``).
+* Generation: :meth:`_generate` is overridden to run one Hugging Face ``generate`` call
+  (:meth:`parlai_docgraph.models.responder.Responder.generate`: left padding and an
+  attention mask, each row within ``--responder-max-length``) with the
+  ``GenerationConfig`` of ParlAI's own options
+  (:func:`parlai_docgraph.models.decoding.generation_config`): ``--inference greedy``
+  (default), ``beam`` (``--beam-size``, ``--beam-min-length``, ``--beam-length-penalty``
+  as HF's ``length_penalty``, ``--beam-block-ngram`` within the reply), ``topk`` (top-k
+  ``--topk`` *then* top-p ``--topp``; the defaults here, 20 and 0.95, are the paper's
+  sampler; ``--topp 1`` gives plain top-k), ``nucleus`` (top-p ``--topp`` only). The
+  delayed-beam variants fall back to ``beam``.
 * ROUGE: every generated reply is scored against its references with
   :func:`parlai_docgraph.text_metrics.rouge` (``rouge-score`` F-measures) and reported as
   ``rouge_1``, ``rouge_2``, ``rouge_L``; with several references (Holl-E's
@@ -51,7 +53,6 @@ from parlai.core.torch_agent import Output
 from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 from parlai.core.torch_generator_agent import PPLMetric, TorchGeneratorAgent
-from parlai.utils import logging
 
 from parlai_docgraph.models import chat
 
@@ -442,35 +443,13 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
                 self.record_local_metric(name, vals)
 
     # ------------------------------------------------------------------ generation
-    def _generation_config(self, beam_size: int, max_ts: int):
-        from parlai_docgraph.models.responder import GenerationConfig
-
-        inference = self.opt.get("inference", "greedy")
-        common = dict(
-            max_new_tokens=max_ts,
-            min_length=self.opt.get("beam_min_length", 0) or 0,
-            length_penalty=self.opt.get("beam_length_penalty", 0.65),
-            temperature=self.opt.get("temperature", 1.0) or 1.0,
-        )
-        if inference == "greedy":
-            return GenerationConfig(method="greedy", **common)
-        if inference in ("beam", "delayedbeam", "delayednucleusbeam"):
-            if inference != "beam":
-                logging.warning(f"--inference {inference} is not supported; using beam")
-            return GenerationConfig(method="beam", beam_size=max(beam_size, 1), **common)
-        if inference == "topk":
-            return GenerationConfig(
-                method="sample", topk=self.opt.get("topk", 20), topp=self.opt.get("topp", 1.0), **common
-            )
-        if inference == "nucleus":
-            return GenerationConfig(method="sample", topk=0, topp=self.opt.get("topp", 0.95), **common)
-        raise ValueError(f"unsupported --inference {inference}")
-
     def _generate(self, batch, beam_size, max_ts, prefix_tokens=None):
         if prefix_tokens is not None:
             raise NotImplementedError("prefix tokens are not supported by the responder")
         prompts = batch.get("responder_gen_prompts") or self._batch_pairs(batch)[0]
-        config = self._generation_config(beam_size, max_ts)
+        from parlai_docgraph.models.decoding import generation_config
+
+        config = generation_config(self.opt, beam_size, max_ts)
         results = self._responder().generate(prompts, config)
         beam_preds_scores, beams = [], []
         device = batch.text_vec.device

