@@ -106,8 +106,8 @@ def test_encoder_whose_tokenizer_adds_no_cls_is_refused(tmp_path):
 
 # ----------------------------------------------------------------- decoder-only position limits
 def test_gpt2_responder_prompt_and_reply_fit_n_positions(tmp_path):
-    from parlai_docgraph.models.decoding import generation_config
-    from parlai_docgraph.models.responder import Responder, load_causal_lm
+    from parlai_docgraph.models.responder.decoding import generation_config
+    from parlai_docgraph.models.responder.model import Responder, load_causal_lm
 
     directory = make_family("gpt2", tmp_path / "g", positions=48, weights=False)
     lm = load_causal_lm(str(directory)).eval()
@@ -131,8 +131,8 @@ def test_gpt2_responder_prompt_and_reply_fit_n_positions(tmp_path):
 def test_causal_gsr_caps_prompt_plus_new_tokens(tmp_path, family):
     """The decoder-only DialogGSR capped neither: GPT-2 ran off its table (IndexError)."""
     from parlai_docgraph.kg.linearize import Linearizer
-    from parlai_docgraph.models.gsr import load_lm, load_tokenizer
-    from parlai_docgraph.models.gsr_build import build_gsr_model
+    from parlai_docgraph.models.gsr.model import load_lm, load_tokenizer
+    from parlai_docgraph.models.gsr.build import build_gsr_model
 
     directory = make_family(family, tmp_path / family, positions=40, weights=False)
     lin = Linearizer(slot_tokens=2)
@@ -159,8 +159,8 @@ def test_causal_gsr_caps_prompt_plus_new_tokens(tmp_path, family):
 # ----------------------------------------------------------------- T5's decoder start
 def test_t5_decoder_starts_from_pad_and_it_is_never_a_label(tmp_path, family_dirs):
     from parlai_docgraph.kg.linearize import Linearizer
-    from parlai_docgraph.models.gsr import load_lm, load_tokenizer
-    from parlai_docgraph.models.gsr_build import build_gsr_model
+    from parlai_docgraph.models.gsr.model import load_lm, load_tokenizer
+    from parlai_docgraph.models.gsr.build import build_gsr_model
 
     lin = Linearizer(slot_tokens=2)
     # a T5 config saved without decoder_start_token_id (T5 uses <pad>) still trains/decodes

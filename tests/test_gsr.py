@@ -22,7 +22,7 @@ from parlai_docgraph.kg import fields as kg_fields
 from parlai_docgraph.kg import metrics as kgm
 from parlai_docgraph.kg.linearize import Linearizer
 from parlai_docgraph.kg.subgraph import Hop
-from parlai_docgraph.models.gsr import (
+from parlai_docgraph.models.gsr.model import (
     LABEL_PAD, TINY_DIR, GSRModel, GSRUnavailable, load_seq2seq, load_tokenizer,
 )
 

@@ -22,9 +22,9 @@ from parlai_docgraph.agents.gsr.inputs import GSRInputs
 from parlai_docgraph.kg import fields as kg_fields
 from parlai_docgraph.kg.linearize import Linearizer
 from parlai_docgraph.kg.subgraph import Hop
-from parlai_docgraph.models.gsr import LABEL_PAD, load_lm, load_tokenizer
-from parlai_docgraph.models.gsr_build import build_gsr_model
-from parlai_docgraph.models.gsr_causal import CausalGSRModel
+from parlai_docgraph.models.gsr.model import LABEL_PAD, load_lm, load_tokenizer
+from parlai_docgraph.models.gsr.build import build_gsr_model
+from parlai_docgraph.models.gsr.causal import CausalGSRModel
 
 FAMILIES = ("llama", "qwen")
 

@@ -21,8 +21,8 @@ from modern_lm import make_tiny_lm
 from parlai_docgraph.kg.linearize import Linearizer
 from parlai_docgraph.models import adapters
 from parlai_docgraph.models.adapters import LoraSettings, apply_lora, is_adapted
-from parlai_docgraph.models.gsr import load_lm, load_tokenizer
-from parlai_docgraph.models.gsr_build import build_gsr_model
+from parlai_docgraph.models.gsr.model import load_lm, load_tokenizer
+from parlai_docgraph.models.gsr.build import build_gsr_model
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +106,7 @@ def test_bf16_weights_float32_adapters_and_a_clear_error_without_bf16(lm_dirs, m
 
 
 def test_bad_target_modules_are_named():
-    from parlai_docgraph.models.gsr import load_seq2seq
+    from parlai_docgraph.models.gsr.model import load_seq2seq
 
     with pytest.raises(adapters.AdapterUnavailable, match="--lora-target-modules"):
         apply_lora(load_seq2seq("tiny"), LoraSettings(r=2, target_modules=["no_such_layer"]))

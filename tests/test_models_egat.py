@@ -1,4 +1,4 @@
-"""Li et al. Eq. 2-3: the edge-aware graph attention layer (``models/egat.py``)."""
+"""Li et al. Eq. 2-3: the edge-aware graph attention layer (``models/selector/egat.py``)."""
 
 from __future__ import annotations
 

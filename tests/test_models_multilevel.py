@@ -1,4 +1,4 @@
-"""Zhang & Tan: the multi-level GAT and its selector (``models/multilevel_gat.py``, ``models/multilevel_selector.py``)."""
+"""Zhang & Tan: the multi-level GAT and its selector (``models/selector/multilevel_gat.py``, ``models/selector/multilevel.py``)."""
 
 from __future__ import annotations
 

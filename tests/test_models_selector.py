@@ -1,4 +1,4 @@
-"""Li et al. Eq. 1, 4-8: the dialog-aware selector (``models/selector.py``), alone and on built graphs with MiniLM."""
+"""Li et al. Eq. 1, 4-8: the dialog-aware selector (``models/selector/dialog_aware.py``), alone and on built graphs with MiniLM."""
 
 from __future__ import annotations
 
@@ -211,7 +211,7 @@ def test_selector_injected_context_encoder() -> None:
 
 def test_pool_tokens_cls_and_masked_mean() -> None:
     """Eq. 1 pooling: the first token, or the mean over the attention mask (padding ignored)."""
-    from parlai_docgraph.models.common import pool_tokens
+    from parlai_docgraph.models.selector.common import pool_tokens
 
     hidden = torch.arange(2 * 3 * 2, dtype=torch.float).view(2, 3, 2)
     mask = torch.tensor([[1, 1, 0], [1, 1, 1]])

@@ -196,7 +196,7 @@ def test_every_torch_agent_loads_checkpoints_weights_only(tmp_path, monkeypatch)
     ("parlai_docgraph.agents.gpt2_responder:GPT2ResponderAgent",
      "gpt2_responder.agent:GPT2ResponderAgent"),
     ("parlai_docgraph.agents.gpt2_responder:ResponderDictionaryAgent",
-     "gpt2_responder.agent:ResponderDictionaryAgent"),
+     "gpt2_responder.dictionary:ResponderDictionaryAgent"),
     ("parlai_docgraph.agents.gsr:GSRAgent", "gsr.agent:GSRAgent"),
     ("parlai_docgraph.agents.gsr:GSRDictionaryAgent", "gsr.agent:GSRDictionaryAgent"),
 ])

@@ -1,4 +1,4 @@
-"""Question relevance of graph nodes (models/relevance.py) and its use by the selector."""
+"""Question relevance of graph nodes (models/selector/relevance.py) and its use by the selector."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from parlai_docgraph.models.relevance import RelevanceEmbedding, node_relevance
-from parlai_docgraph.models.selector import DialogAwareSelector
-from test_models import _run, _selector_batch
+from parlai_docgraph.models.selector.relevance import RelevanceEmbedding, node_relevance
+from parlai_docgraph.models.selector.dialog_aware import DialogAwareSelector
+from test_models_selector import _run, _selector_batch
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -85,7 +85,7 @@ def test_relevance_gets_a_gradient_and_is_learnt() -> None:
 
 def test_multilevel_selector_reads_relevance_only_when_built_with_it() -> None:
     from parlai_docgraph.models import MultiLevelSelector
-    from test_models import _ml_batch
+    from test_models_multilevel import _ml_batch
 
     b = _ml_batch()
     args = dict(cand_node=b["segment_index"], cand2example=b["segment2example"],

@@ -16,8 +16,8 @@ import torch
 
 from conftest import run_cli, teacher_acts
 
-from parlai_docgraph.models.decoding import generation_config
-from parlai_docgraph.models.responder import (
+from parlai_docgraph.models.responder.decoding import generation_config
+from parlai_docgraph.models.responder.model import (
     TINY_DIR,
     Responder,
     ResponderUnavailable,
@@ -264,7 +264,7 @@ def test_short_overfit_drops_ppl(tiny, datapath):
     """
     Teacher forcing on the reply only, with gold knowledge: 4 sample turns, 20 Adam steps.
     """
-    from parlai_docgraph.agents.gpt2_responder.agent import knowledge_text
+    from parlai_docgraph.agents.gpt2_responder.messages import knowledge_text
 
     _, tok = tiny
     lm = load_causal_lm("tiny", seed=0)

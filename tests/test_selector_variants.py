@@ -33,7 +33,7 @@ def test_multilevel_batch_word_targets_and_loss(tiny_encoder, datapath):
     """Zhang & Tan wiring: word nodes of the multi-level graph are scored; S' is the gold
     document's words, labelled 1 when linked to the gold segment; Eq. 9 combines the parts;
     a ``no_passages_used`` candidate is the graph's [no_passage_used] segment."""
-    from parlai_docgraph.models.multilevel_selector import MultiLevelSelector
+    from parlai_docgraph.models.selector.multilevel import MultiLevelSelector
 
     agent, opt = _agent(tiny_encoder, datapath, "--graph-variant", "multilevel",
                         "--word-loss-alpha", "0.25")

@@ -100,8 +100,8 @@ def test_extend_maps_entity_indices_and_rejects_misaligned_values() -> None:
 
 
 def _tokenizers(root: Path):
-    from parlai_docgraph.models.gsr import load_tokenizer
-    from parlai_docgraph.models.responder import TINY_DIR as GPT2_DIR
+    from parlai_docgraph.models.gsr.model import load_tokenizer
+    from parlai_docgraph.models.responder.model import TINY_DIR as GPT2_DIR
 
     lin = Linearizer(slot_tokens=2)
     out = {"t5": load_tokenizer("tiny", None, lin.special_tokens()),

@@ -99,9 +99,9 @@ def _step_fn(name: str, shape: Tuple[int, int, int], seed: int = 0) -> Tuple[Any
     """``(model, loss_fn)``: the project's module for ``name`` and one step's loss on random ids."""
     import torch
 
-    from parlai_docgraph.models.gsr import is_causal
-    from parlai_docgraph.models.gsr_build import build_gsr_model
-    from parlai_docgraph.models.responder import Responder
+    from parlai_docgraph.models.gsr.model import is_causal
+    from parlai_docgraph.models.gsr.build import build_gsr_model
+    from parlai_docgraph.models.responder.model import Responder
 
     torch.manual_seed(seed)
     cfg = config(name)

@@ -49,7 +49,7 @@ def turns_of(task: str, split: str, dialogues: int) -> List:
 
 def pooled(texts_a: List[str], texts_b: List[str], encoder, tokenizer) -> Dict[str, torch.Tensor]:
     """Frozen Eq. 1 vectors of the pairs ``[a; b]``: first token and masked mean."""
-    from parlai_docgraph.models.common import pool_tokens
+    from parlai_docgraph.models.selector.common import pool_tokens
 
     out: Dict[str, List] = {"cls": [], "mean": []}
     with torch.no_grad():
@@ -72,10 +72,10 @@ def prepare(task: str, dialogues: int, pool: str, cache_dir: str) -> Dict[str, L
     from parlai_docgraph.agents.graph_selector.batch import GraphProvider
     from parlai_docgraph.agents.graph_selector.encoder import load_encoder
     from parlai_docgraph.graphs.embed import embed_graph
-    from parlai_docgraph.models.selector import concept_labels
+    from parlai_docgraph.models.selector.dialog_aware import concept_labels
 
     from parlai_docgraph.agents.graph_selector.prior import last_turn
-    from parlai_docgraph.models.relevance import node_relevance
+    from parlai_docgraph.models.selector.relevance import node_relevance
 
     encoder, tokenizer = load_encoder("minilm-l6")
     encoder.eval()
@@ -133,7 +133,7 @@ def collate(rows: List[Dict]) -> Dict:
 
 def run(data, variant: str, negatives: int, steps: int, lr: float, seed: int,
         relevance: bool = False) -> float:
-    from parlai_docgraph.models.selector import DialogAwareSelector
+    from parlai_docgraph.models.selector.dialog_aware import DialogAwareSelector
 
     torch.manual_seed(seed)
     rng = random.Random(seed)

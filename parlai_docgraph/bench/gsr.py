@@ -140,7 +140,7 @@ def beam_and_trie(quick: bool) -> Dict[str, Any]:
     from parlai_docgraph.agents.gsr.inputs import GSRInputs
     from parlai_docgraph.kg import fields as kg_fields
     from parlai_docgraph.kg.linearize import Linearizer
-    from parlai_docgraph.models.gsr import load_seq2seq, load_tokenizer
+    from parlai_docgraph.models.gsr.model import load_seq2seq, load_tokenizer
 
     lin = Linearizer(slot_tokens=2)
     tok = load_tokenizer("tiny", None, lin.special_tokens())

@@ -99,7 +99,7 @@ def trie_at_scale(quick: bool) -> Dict[str, Any]:
     from parlai_docgraph.agents.gsr.inputs import GSRInputs
     from parlai_docgraph.kg.linearize import Linearizer
     from parlai_docgraph.kg.subgraph import candidate_paths
-    from parlai_docgraph.models.gsr import load_tokenizer
+    from parlai_docgraph.models.gsr.model import load_tokenizer
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one core
     made = opendialkg_size_kg()

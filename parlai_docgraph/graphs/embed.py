@@ -16,7 +16,7 @@ character offsets, then reads node vectors off the hidden states:
 
 Beside those, ``mean_vectors`` holds every node's *mean*-pooled vector (concept and word
 nodes: the same mention mean), whatever ``pooling`` is: the vectors that the question
-relevance of :mod:`parlai_docgraph.models.relevance` compares with the dialogue turn.
+relevance of :mod:`parlai_docgraph.models.selector.relevance` compares with the dialogue turn.
 
 Texts longer than the encoder's limit are truncated; a node none of whose span tokens
 survived (cut off by truncation, or characters the tokenizer drops) gets its sentence's

@@ -17,10 +17,10 @@ Eq. 9) with any Hugging Face causal LM.
   knowledge), recorded like ParlAI's generator metrics (``loss``, ``ppl``,
   ``token_acc``, ``token_em``).
 * Generation: :meth:`_generate` is overridden to run one Hugging Face ``generate`` call
-  (:meth:`parlai_docgraph.models.responder.Responder.generate`: left padding and an
+  (:meth:`parlai_docgraph.models.responder.model.Responder.generate`: left padding and an
   attention mask, each row within ``--responder-max-length``) with the
   ``GenerationConfig`` of ParlAI's own options
-  (:func:`parlai_docgraph.models.decoding.generation_config`): ``--inference greedy``
+  (:func:`parlai_docgraph.models.responder.decoding.generation_config`): ``--inference greedy``
   (default), ``beam`` (``--beam-size``, ``--beam-min-length``, ``--beam-length-penalty``
   as HF's ``length_penalty``, ``--beam-block-ngram`` within the reply), ``topk`` (top-k
   ``--topk`` *then* top-p ``--topp``; the defaults here, 20 and 0.95, are the paper's
@@ -39,162 +39,27 @@ Eq. 9) with any Hugging Face causal LM.
 
 from __future__ import annotations
 
-import json
 import os
-from collections import defaultdict
 from typing import List, Optional, Tuple
 
 import torch
 
-from parlai.core.agents import Agent
-from parlai.core.dict import DictionaryAgent
 from parlai.core.metrics import AverageMetric
 from parlai.core.torch_agent import Output
 from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 from parlai.core.torch_generator_agent import PPLMetric, TorchGeneratorAgent
 
-from parlai_docgraph.models import chat
+from parlai_docgraph.models.responder import chat
 
 from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
 from parlai_docgraph.agents.lm_adapters import add_adapter_args, adapt_lm, lm_dtype
-from parlai_docgraph.agents.graph_selector.messages import NO_PASSAGE
-
-HF_SUFFIX = ".hf"
-
-
-def saved_hf_dir(opt: Opt) -> Optional[str]:
-    """
-    ``<model_file>.hf`` (or ``<init_model>.hf``) when a saved responder left one.
-    """
-    for key in ("model_file", "init_model"):
-        path = opt.get(key)
-        if path and os.path.isfile(os.path.join(path + HF_SUFFIX, "config.json")):
-            return path + HF_SUFFIX
-    return None
-
-
-def knowledge_text(obs) -> str:
-    """
-    ``"title: checked sentence"`` from the message, ``no_passages_used`` without one.
-    """
-    return format_knowledge(obs.get("title"), obs.get("checked_sentence"))
-
-
-def format_knowledge(title: Optional[str], sentence: Optional[str]) -> str:
-    """
-    ``"title: sentence"``; ``no_passages_used`` for an empty or no-passage sentence.
-    """
-    sentence = (sentence or "").strip()
-    title = (title or "").strip()
-    if not sentence or sentence == NO_PASSAGE:
-        return NO_PASSAGE
-    if title and title != NO_PASSAGE:
-        return f"{title}: {sentence}"
-    return sentence
-
-
-def reply_references(obs) -> List[str]:
-    """
-    The references a reply is scored against: ``multi_eval_labels`` (Holl-E's multi-reference
-    test) when present, else every label of the message.
-    """
-    for key in ("multi_eval_labels", "eval_labels", "labels"):
-        refs = [r for r in (obs.get(key) or ()) if isinstance(r, str) and r.strip()]
-        if refs:
-            return refs
-    return []
-
-
-class ResponderDictionaryAgent(DictionaryAgent):
-    """
-    A ParlAI dictionary over the responder's Hugging Face tokenizer (prebuilt; nothing is
-    counted or built). Tokenizer from ``<model_file>.hf`` when saved, else from
-    ``--responder-model``.
-    """
-
-    def __init__(self, opt: Opt, shared=None) -> None:
-        Agent.__init__(self, opt)
-        if shared:
-            self.hf_tokenizer = shared["hf_tokenizer"]
-        else:
-            from parlai_docgraph.models.responder import load_tokenizer
-
-            source = saved_hf_dir(opt) or opt.get("responder_model", "gpt2")
-            self.hf_tokenizer = load_tokenizer(source, opt.get("datapath"))
-        tok = self.hf_tokenizer
-        self.tok2ind = dict(tok.get_vocab())
-        self.ind2tok = {i: t for t, i in self.tok2ind.items()}
-        self.freq = defaultdict(int, {t: 1 for t in self.tok2ind})
-        self.end_token = tok.eos_token
-        if chat.use_template(opt.get("chat_template") or "false", tok):  # replies end their turn
-            self.end_token = tok.convert_ids_to_tokens(chat.end_of_turn_id(tok))
-        self.null_token = tok.pad_token or tok.eos_token
-        self.start_token = tok.bos_token or tok.eos_token
-        self.unk_token = tok.unk_token or tok.eos_token
-        self._unk_token_idx = self.tok2ind.get(self.unk_token)
-        self.tokenizer = "hf"
-        self.lower = False
-        self.minfreq = 0
-        self.maxtokens = -1
-        self.opt = opt
-
-    def is_prebuilt(self) -> bool:
-        return True
-
-    def __len__(self) -> int:
-        return len(self.hf_tokenizer)
-
-    def txt2vec(self, text: str, vec_type=list):
-        ids = self.hf_tokenizer.encode(text, add_special_tokens=False)
-        if vec_type in (list, tuple):
-            return vec_type(ids)
-        if vec_type is torch.Tensor or vec_type is torch.LongTensor:
-            return torch.LongTensor(ids)
-        return vec_type(ids)
-
-    def vec2txt(self, vector, **kwargs) -> str:
-        if hasattr(vector, "tolist"):
-            vector = vector.tolist()
-        return self.hf_tokenizer.decode(
-            [int(i) for i in vector],
-            skip_special_tokens=True,
-            clean_up_tokenization_spaces=False,
-        )
-
-    def tokenize(self, text: str, building: bool = False) -> List[str]:
-        return self.hf_tokenizer.tokenize(text)
-
-    def act(self):
-        return {}
-
-    def share(self):
-        shared = super().share()
-        shared["hf_tokenizer"] = self.hf_tokenizer
-        return shared
-
-    def save(self, filename=None, append=False, sort=True) -> None:
-        """
-        A small JSON note; the tokenizer itself is saved in ``<model_file>.hf``.
-        """
-        filename = filename or self.opt.get("dict_file")
-        if not filename:
-            return
-        os.makedirs(os.path.dirname(os.path.abspath(filename)), exist_ok=True)
-        with open(filename, "w", encoding="utf-8") as f:
-            json.dump(
-                {
-                    "dictionary": "parlai_docgraph.agents.gpt2_responder.agent:ResponderDictionaryAgent",
-                    "responder_model": self.opt.get("responder_model"),
-                    "size": len(self),
-                },
-                f,
-            )
-            f.write("\n")
-
-    def load(self, filename: str) -> None:
-        pass
-
+from parlai_docgraph.agents.gpt2_responder.dictionary import (
+    HF_SUFFIX, ResponderDictionaryAgent, saved_hf_dir,
+)
+from parlai_docgraph.agents.gpt2_responder.messages import (
+    format_knowledge, knowledge_text, reply_references,
+)
 
 class _Beams:
     """
@@ -270,13 +135,13 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
 
     # ------------------------------------------------------------------ model
     def build_model(self):
-        from parlai_docgraph.models.responder import Responder, load_causal_lm
+        from parlai_docgraph.models.responder.model import Responder, load_causal_lm
 
         saved = saved_hf_dir(self.opt)
         lm = load_causal_lm(
-            saved or self.opt.get("responder_model", "gpt2"),
+            saved or self.opt["responder_model"],
             self.opt.get("datapath"),
-            seed=self.opt.get("responder_seed", 0),
+            seed=self.opt["responder_seed"],
             pretrained=saved is None,
             dtype=lm_dtype(self.opt),
         )
@@ -290,9 +155,9 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
             lm,
             eos_id=tok.convert_tokens_to_ids(self.dict.end_token),
             pad_id=self.dict[self.dict.null_token],
-            context_truncate=self.opt.get("responder_context_truncate", 128),
-            knowledge_truncate=self.opt.get("responder_knowledge_truncate", 128),
-            max_length=self.opt.get("responder_max_length", 286),
+            context_truncate=self.opt["responder_context_truncate"],
+            knowledge_truncate=self.opt["responder_knowledge_truncate"],
+            max_length=self.opt["responder_max_length"],
         )
 
     def _responder(self):
@@ -447,7 +312,7 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
         if prefix_tokens is not None:
             raise NotImplementedError("prefix tokens are not supported by the responder")
         prompts = batch.get("responder_gen_prompts") or self._batch_pairs(batch)[0]
-        from parlai_docgraph.models.decoding import generation_config
+        from parlai_docgraph.models.responder.decoding import generation_config
 
         config = generation_config(self.opt, beam_size, max_ts)
         results = self._responder().generate(prompts, config)

@@ -4,10 +4,10 @@
 :class:`GraphSelectorAgent` is a ParlAI ``TorchRankerAgent`` that ranks the knowledge
 sentences of each example (the teacher's ``label_candidates`` with ``--label-type
 chosen_sent``) with Li et al.'s (2022) dialog-aware graph selector
-(:class:`~parlai_docgraph.models.selector.DialogAwareSelector`: Eq. 1 context nodes, EGAT
+(:class:`~parlai_docgraph.models.selector.dialog_aware.DialogAwareSelector`: Eq. 1 context nodes, EGAT
 layers, Eq. 4-8; variants ``full|sentence|coref|homogeneous``), Zhang & Tan's (2023)
 multi-level GAT (``multilevel``:
-:class:`~parlai_docgraph.models.multilevel_selector.MultiLevelSelector`), Li's Graph Paths
+:class:`~parlai_docgraph.models.selector.multilevel.MultiLevelSelector`), Li's Graph Paths
 baseline (``paths``: :mod:`.selector_paths`) or the plain cross-encoder ranking baseline on
 the same encoder (``none``).
 
@@ -234,8 +234,8 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
 
     # ------------------------------------------------------------------ model
     def build_model(self):
-        from parlai_docgraph.models.multilevel_selector import MultiLevelSelector
-        from parlai_docgraph.models.selector import DialogAwareSelector
+        from parlai_docgraph.models.selector.multilevel import MultiLevelSelector
+        from parlai_docgraph.models.selector.dialog_aware import DialogAwareSelector
 
         opt = self.opt
         encoder, self.tokenizer = load_encoder(opt["encoder_model"])
@@ -478,7 +478,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         return selector.loss(out, label)
 
     def _record_losses(self, batch, out, parts) -> None:
-        from parlai_docgraph.models.common import segment_log_softmax
+        from parlai_docgraph.models.selector.common import segment_log_softmax
 
         logp = segment_log_softmax(out.scores.float(), out.cand2example, out.num_examples)
         per_example = (-logp[out.gold]).detach().cpu().tolist()

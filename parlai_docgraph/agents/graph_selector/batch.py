@@ -1,6 +1,6 @@
 """
 From WoW-format messages to the flat tensors that
-:class:`~parlai_docgraph.models.selector.DialogAwareSelector` reads: graph building / loading with node features, candidate -> sentence-node mapping, and
+:class:`~parlai_docgraph.models.selector.dialog_aware.DialogAwareSelector` reads: graph building / loading with node features, candidate -> sentence-node mapping, and
 collation into fields a ParlAI ``Batch`` carries (``Batch.to(device)`` moves every tensor
 field, so nothing here is a PyG object).
 
@@ -21,8 +21,8 @@ from torch import Tensor
 
 from parlai_docgraph.graphs.concept_label import concept_label
 from parlai_docgraph.graphs.schema import NODE_TYPE_ID, DocumentGraph
-from parlai_docgraph.models.relevance import node_relevance
-from parlai_docgraph.models.selector import concept_labels
+from parlai_docgraph.models.selector.relevance import node_relevance
+from parlai_docgraph.models.selector.dialog_aware import concept_labels
 from parlai_docgraph.agents.graph_selector.inputs import encode_candidates
 from parlai_docgraph.agents.graph_selector.messages import (  # noqa: F401  (re-exported: the agent's message helpers)
     KNOWLEDGE_SEPARATOR, NO_PASSAGE, Passages, candidate_sentences, message_passages,
@@ -80,7 +80,7 @@ class ExampleGraph:
     ``s``), ``concept_node`` (``[M]``: concept nodes, or word nodes of the multi-level
     graph), ``no_passage`` (node id), ``node_passage`` (``[N]``), the ``graph`` itself and
     ``unit_x`` (``[N, dim]`` unit-length mean-pooled node vectors for the question
-    relevance of :mod:`~parlai_docgraph.models.relevance`; zero row for the no-passage node).
+    relevance of :mod:`~parlai_docgraph.models.selector.relevance`; zero row for the no-passage node).
     """
 
     tensors: Dict[str, Any]
@@ -193,7 +193,7 @@ class GraphProvider:
         if hit is not None:
             self._memo.move_to_end(key)
             return hit
-        from parlai_docgraph.models.common import graph_index
+        from parlai_docgraph.models.selector.common import graph_index
 
         graph = self.build(passages, base)
         tensors = graph.to_tensors()
@@ -283,7 +283,7 @@ def collate_examples(
     ``no_passage_index`` ``[B]``; ``concept_texts`` (per example, the display names of its
     ``concept_index`` nodes in order, ``None`` for predicates and pronouns). ``cand_node`` is a zero vector without features.
     With ``questions`` (one turn per example) and node features, ``graph_relevance`` ``[N]``:
-    each node's :func:`~parlai_docgraph.models.relevance.node_relevance` to its example's turn.
+    each node's :func:`~parlai_docgraph.models.selector.relevance.node_relevance` to its example's turn.
     """
     bases = list(bases) if bases is not None else [None] * len(passages)
     graphs = ([provider.get(pool, base) for pool, base in zip(passages, bases)]

@@ -82,10 +82,10 @@ def resolve_pooling(opt: Any) -> str:
     models saved before the option existed used ``cls``)."""
     from parlai_docgraph.graphs.embed import encoder_pooling
 
-    mode = opt.get("encoder_pooling", "cls")
+    mode = opt["encoder_pooling"]
     if mode != "auto":
         return mode
-    name = opt.get("encoder_model", MINILM)
+    name = opt["encoder_model"]
     return "cls" if name == TINY else encoder_pooling(resolve_encoder(name))
 
 

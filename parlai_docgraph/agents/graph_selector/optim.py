@@ -59,7 +59,7 @@ def parameter_groups(model: nn.Module, opt: Opt) -> List[Dict]:
     for name, p in model.named_parameters():
         if p.requires_grad:
             (enc if name.startswith(ENCODER_PREFIX) else rest).append(p)
-    graph_lr: Optional[float] = opt.get("graph_learningrate", GRAPH_LR)
+    graph_lr: Optional[float] = opt["graph_learningrate"]
     groups = [{"params": enc, "lr": encoder_rate(opt), "name": "encoder"},
               {"params": rest, "lr": float(graph_lr if graph_lr is not None else GRAPH_LR),
                "name": "graph"}]

@@ -38,7 +38,7 @@ from parlai.core.torch_generator_agent import PPLMetric, TorchGeneratorAgent
 from parlai.utils import logging
 
 from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
-from parlai_docgraph.agents.gpt2_responder.agent import HF_SUFFIX, ResponderDictionaryAgent, saved_hf_dir
+from parlai_docgraph.agents.gpt2_responder.dictionary import HF_SUFFIX, ResponderDictionaryAgent, saved_hf_dir
 from parlai_docgraph.agents.gsr.evaluation import GSREvalMixin
 from parlai_docgraph.agents.gsr.inputs import GSRInputs, make_linearizer
 from parlai_docgraph.agents.lm_adapters import add_adapter_args, adapt_lm, lm_dtype
@@ -51,7 +51,7 @@ def structural_tokens(opt: Opt) -> List[str]:
     """The Eq. 2 special tokens the tokenizer must hold for ``opt``."""
     from parlai_docgraph.kg.linearize import Linearizer
 
-    return Linearizer(int(opt.get("slot_tokens", 2)), int(opt.get("gsr_hops", 2))).special_tokens()
+    return Linearizer(int(opt["slot_tokens"]), int(opt["gsr_hops"])).special_tokens()
 
 
 class GSRDictionaryAgent(ResponderDictionaryAgent):
@@ -59,9 +59,9 @@ class GSRDictionaryAgent(ResponderDictionaryAgent):
 
     def __init__(self, opt: Opt, shared=None) -> None:
         if not shared:
-            from parlai_docgraph.models.gsr import load_tokenizer
+            from parlai_docgraph.models.gsr.model import load_tokenizer
 
-            source = saved_hf_dir(opt) or opt.get("gsr_model", "t5-small")
+            source = saved_hf_dir(opt) or opt["gsr_model"]
             shared = {"hf_tokenizer": load_tokenizer(source, opt.get("datapath"), structural_tokens(opt))}
         super().__init__(opt, shared)
 
@@ -154,13 +154,13 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
 
     # ------------------------------------------------------------------ model
     def build_model(self):
-        from parlai_docgraph.models.gsr import load_lm
-        from parlai_docgraph.models.gsr_build import build_gsr_model
+        from parlai_docgraph.models.gsr.model import load_lm
+        from parlai_docgraph.models.gsr.build import build_gsr_model
 
         saved = saved_hf_dir(self.opt)
         lm = load_lm(
-            saved or self.opt.get("gsr_model", "t5-small"), self.opt.get("datapath"),
-            seed=self.opt.get("gsr_seed", 0), pretrained=saved is None, dtype=lm_dtype(self.opt),
+            saved or self.opt["gsr_model"], self.opt.get("datapath"),
+            seed=self.opt["gsr_seed"], pretrained=saved is None, dtype=lm_dtype(self.opt),
         )
         model = build_gsr_model(lm, self.dict.hf_tokenizer, structural_tokens(self.opt))
         # LoRA: the structural tokens (and a causal LM's mask) keep trainable rows
@@ -235,7 +235,7 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
         """Whether this update is KG reconstruction only."""
         if self.stage == "pretrain":
             return True
-        return self.is_training and self._number_training_updates < int(self.opt.get("gsr_pretrain_steps", 0))
+        return self.is_training and self._number_training_updates < int(self.opt["gsr_pretrain_steps"])
 
     def _set_phase(self, pretrain: bool) -> None:
         """Freeze all but the special tokens (and zero weight decay) while pretraining."""
@@ -263,7 +263,7 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
     def stage_pairs(self, batch) -> Dict[str, List[tuple]]:
         """``{objective: [(example index, source ids, target ids), ...]}`` for this update."""
         out: Dict[str, List[tuple]] = {"recon": [], "ret": [], "gen": []}
-        steps = max(int(self.opt.get("gsr_retrieval_steps", 2)), 1)
+        steps = max(int(self.opt["gsr_retrieval_steps"]), 1)
         knowledge = None
         if self.stage in ("respond", "all") and not self.pretraining():
             knowledge = self.response_knowledge(batch["gsr"], steps)
@@ -291,7 +291,7 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
         mode (dropout off) as at evaluation. Evaluation losses (``gen_loss``, ``ppl``) always
         use the gold paths.
         """
-        if self.is_training and self.opt.get("gsr_train_knowledge", "gold") == "retrieved":
+        if self.is_training and self.opt["gsr_train_knowledge"] == "retrieved":
             from parlai_docgraph.agents.gsr.evaluation import example_kg
 
             was_training = self.model.training

@@ -104,11 +104,11 @@ class GSREvalMixin:
         conditioned on the earlier ones, until the model generates the empty path).
         """
         opt = self.opt
-        constraint = opt.get("gsr_constraint", "katz")
-        beams_n = int(opt.get("gsr_num_beams", 5))
-        steps = max(int(opt.get("gsr_retrieval_steps", 2)), 1)
+        constraint = opt["gsr_constraint"]
+        beams_n = int(opt["gsr_num_beams"])
+        steps = max(int(opt["gsr_retrieval_steps"]), 1)
         hops = self.linearizer.max_hops
-        scores = [entity_scores(kg, info, constraint, float(opt.get("katz_beta", 0.1)), hops) for kg, info in zip(kgs, infos)]
+        scores = [entity_scores(kg, info, constraint, float(opt["katz_beta"]), hops) for kg, info in zip(kgs, infos)]
         indexes = [self.inputs.path_index(info["candidates"]) for info in infos]
         longest = max([len(k) for ix in indexes for k in ix] + [16])
         first: List[Beams] = []
@@ -129,10 +129,10 @@ class GSREvalMixin:
                 tries if constraint != "none" else None,
                 entity_scores=table if constraint in ("katz", "connection") else None,
                 num_beams=beams_n,
-                length_penalty=float(opt.get("gsr_length_penalty", 1.0)),
+                length_penalty=float(opt["gsr_length_penalty"]),
                 num_return=beams_n,
                 max_new_tokens=longest + 2,
-                alpha=float(opt.get("gsr_alpha", 0.8)),
+                alpha=float(opt["gsr_alpha"]),
             )
             still = []
             for b, h in zip(active, hyps):
@@ -228,8 +228,8 @@ class GSREvalMixin:
         sources = [self.inputs.respond_source(info["context"], k) for info, k in zip(infos, knowledge)]
         hyps = self.gsr().generate_text(
             sources, num_beams=max(self.beam_size, 1), max_new_tokens=self.label_truncate or 64,
-            min_length=int(self.opt.get("beam_min_length", 0) or 0),
-            length_penalty=float(self.opt.get("gsr_length_penalty", 1.0)),
+            min_length=int(self.opt["beam_min_length"] or 0),
+            length_penalty=float(self.opt["gsr_length_penalty"]),
         )
         tok = self.dict.hf_tokenizer
         texts = [tok.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False).strip() for ids, _ in hyps]

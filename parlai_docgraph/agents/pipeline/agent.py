@@ -161,7 +161,7 @@ class DocgraphAgent(Agent):
             else:
                 self.load_documents(paths)
             return Message({"episode_done": msg.get("episode_done", False)})
-        text, note = check_user_text(raw, self.opt.get("interactive_max_chars", 2000))
+        text, note = check_user_text(raw, self.opt["interactive_max_chars"])
         if note:
             self._notes.append(note)
         if text is None:
@@ -179,7 +179,8 @@ class DocgraphAgent(Agent):
 
     # ------------------------------------------------------------------ parts
     def _build_part(self, part: str) -> Agent:
-        from parlai_docgraph.agents.gpt2_responder.agent import GPT2ResponderAgent, ResponderDictionaryAgent
+        from parlai_docgraph.agents.gpt2_responder.agent import GPT2ResponderAgent
+        from parlai_docgraph.agents.gpt2_responder.dictionary import ResponderDictionaryAgent
         from parlai_docgraph.agents.graph_selector.agent import GraphSelectorAgent, GraphSelectorDictionaryAgent
 
         opt = self.opt
@@ -200,7 +201,7 @@ class DocgraphAgent(Agent):
                 "interactive_candidates": "inline", "inference": "max"}
         else:
             cls, dict_cls, extra = GPT2ResponderAgent, ResponderDictionaryAgent, {
-                "use_reply": opt.get("use_reply", "label")}
+                "use_reply": opt["use_reply"]}
         sub = part_opt(opt, part, qualified_name(cls), qualified_name(dict_cls),
                        f"{mf}.{part}" if mf else None, extra)
         logging.info(f"docgraph pipeline: new {part} ({qualified_name(cls)})")

@@ -2,8 +2,8 @@
 DialogGSR's model (Park et al.): one Hugging Face encoder-decoder (T5, as in the paper)
 that retrieves linearized KG paths and writes the response. Torch + transformers only.
 A decoder-only causal LM (Llama, Qwen, ...) works the same way through
-:class:`~parlai_docgraph.models.gsr_causal.CausalGSRModel`
-(:func:`~parlai_docgraph.models.gsr_build.build_gsr_model` picks the family from the
+:class:`~parlai_docgraph.models.gsr.causal.CausalGSRModel`
+(:func:`~parlai_docgraph.models.gsr.build.build_gsr_model` picks the family from the
 config's ``is_encoder_decoder``).
 
 * Losses (Eq. 8, 9, 10) are token-level cross-entropy of a target given a source;
@@ -32,11 +32,12 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
+from parlai_docgraph import assets
 from parlai_docgraph.models import hub
 from parlai_docgraph.models.adapters import is_adapted, set_trainable
 
 TINY = hub.TINY
-TINY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "tiny_t5")
+TINY_DIR = os.path.join(os.path.dirname(os.path.abspath(assets.__file__)), "tiny_t5")
 MASK_TOKEN = "<extra_id_0>"
 LABEL_PAD = -100  # ignored by cross-entropy: padding is never a label
 LOG = logging.getLogger(__name__)

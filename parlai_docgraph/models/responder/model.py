@@ -38,13 +38,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from parlai_docgraph import assets
 from parlai_docgraph.models import hub
 
 if TYPE_CHECKING:
     from transformers import GenerationConfig
 
 TINY = hub.TINY
-TINY_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets", "tiny_gpt2")
+TINY_DIR = os.path.join(os.path.dirname(os.path.abspath(assets.__file__)), "tiny_gpt2")
 CONTEXT_TRUNCATE = 128
 KNOWLEDGE_TRUNCATE = 128
 MAX_LENGTH = 286
@@ -241,7 +242,7 @@ class Responder(nn.Module):
         """
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
-        from parlai_docgraph.models.decoding import ReplyBudget, ReplyNgramBlock, generation_config, positions_below
+        from parlai_docgraph.models.responder.decoding import ReplyBudget, ReplyNgramBlock, generation_config, positions_below
 
         config = copy.deepcopy(config or generation_config({}))
         budgets = [self.target_budget(len(p)) for p in prompts]

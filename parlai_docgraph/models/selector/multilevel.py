@@ -1,6 +1,6 @@
 """
 Zhang & Tan (2023) multi-level selector with the batch interface of
-:class:`~parlai_docgraph.models.selector.DialogAwareSelector`, so one agent drives both.
+:class:`~parlai_docgraph.models.selector.dialog_aware.DialogAwareSelector`, so one agent drives both.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import to_undirected
 
-from parlai_docgraph.models.common import example_offsets, pool_tokens
-from parlai_docgraph.models.multilevel_gat import MultiLevelGAT, word_selection_targets
-from parlai_docgraph.models.relevance import RelevanceEmbedding
-from parlai_docgraph.models.selector import SelectorOutput
+from parlai_docgraph.models.selector.common import example_offsets, pool_tokens
+from parlai_docgraph.models.selector.multilevel_gat import MultiLevelGAT, word_selection_targets
+from parlai_docgraph.models.selector.relevance import RelevanceEmbedding
+from parlai_docgraph.models.selector.dialog_aware import SelectorOutput
 
 
 @dataclass
@@ -134,6 +134,6 @@ class MultiLevelSelector(nn.Module):
 
 
 def _as_gat_output(out: MultiLevelSelectorOutput):
-    from parlai_docgraph.models.multilevel_gat import MultiLevelOutput
+    from parlai_docgraph.models.selector.multilevel_gat import MultiLevelOutput
 
     return MultiLevelOutput(out.scores, out.cand2example, out.word_logits, out.num_examples)

@@ -13,9 +13,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from parlai_docgraph.graphs.schema import EDGE_TYPES, NODE_TYPES, DocumentGraph
-from parlai_docgraph.models.common import example_offsets, pool_tokens, sample_negatives, segment_log_softmax
-from parlai_docgraph.models.egat import EGATConv
-from parlai_docgraph.models.relevance import RelevanceEmbedding
+from parlai_docgraph.models.selector.common import example_offsets, pool_tokens, sample_negatives, segment_log_softmax
+from parlai_docgraph.models.selector.egat import EGATConv
+from parlai_docgraph.models.selector.relevance import RelevanceEmbedding
 
 VARIANTS: Tuple[str, ...] = ("full", "sentence", "coref", "homogeneous", "none")
 #: Type ids past the schema vocabularies for the context node and its edge to its sentence.

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv
 
-from parlai_docgraph.models.common import example_offsets, segment_log_softmax
+from parlai_docgraph.models.selector.common import example_offsets, segment_log_softmax
 
 
 @dataclass

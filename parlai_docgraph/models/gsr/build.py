@@ -12,8 +12,8 @@ from typing import Sequence
 
 from torch import nn
 
-from parlai_docgraph.models.gsr import MASK_TOKEN, GSRModel, is_causal, set_decoder_start
-from parlai_docgraph.models.gsr_causal import CausalGSRModel
+from parlai_docgraph.models.gsr.model import MASK_TOKEN, GSRModel, is_causal, set_decoder_start
+from parlai_docgraph.models.gsr.causal import CausalGSRModel
 
 
 def build_gsr_model(lm: nn.Module, tokenizer, structural: Sequence[str]) -> GSRModel:

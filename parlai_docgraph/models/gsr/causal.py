@@ -1,6 +1,6 @@
 """
 DialogGSR with a decoder-only causal LM (Llama, Qwen, Mistral families) beside the
-seq2seq :class:`~parlai_docgraph.models.gsr.GSRModel`.
+seq2seq :class:`~parlai_docgraph.models.gsr.model.GSRModel`.
 
 The source ``s`` (the same ids as for T5: ``"retrieve: " z(P_<j) " dialogue: " x </s>``,
 EOS separating prompt and output as in the GPT-2 responder) is the prompt and the target
@@ -32,9 +32,9 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from parlai_docgraph.models.gsr import LABEL_PAD, GSRModel, right_pad
+from parlai_docgraph.models.gsr.model import LABEL_PAD, GSRModel, right_pad
 from parlai_docgraph.models.hub import fit_window, position_limit
-from parlai_docgraph.models.responder import left_pad
+from parlai_docgraph.models.responder.model import left_pad
 
 
 class CausalGSRModel(GSRModel):

@@ -1,0 +1,43 @@
+"""
+What the responder reads from a message: the knowledge line of its prompt
+(``"title: sentence"``, ``no_passages_used`` without one) and the references a generated
+reply is scored against.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from parlai_docgraph.agents.graph_selector.messages import NO_PASSAGE
+
+
+def knowledge_text(obs) -> str:
+    """
+    ``"title: checked sentence"`` from the message, ``no_passages_used`` without one.
+    """
+    return format_knowledge(obs.get("title"), obs.get("checked_sentence"))
+
+
+def format_knowledge(title: Optional[str], sentence: Optional[str]) -> str:
+    """
+    ``"title: sentence"``; ``no_passages_used`` for an empty or no-passage sentence.
+    """
+    sentence = (sentence or "").strip()
+    title = (title or "").strip()
+    if not sentence or sentence == NO_PASSAGE:
+        return NO_PASSAGE
+    if title and title != NO_PASSAGE:
+        return f"{title}: {sentence}"
+    return sentence
+
+
+def reply_references(obs) -> List[str]:
+    """
+    The references a reply is scored against: ``multi_eval_labels`` (Holl-E's multi-reference
+    test) when present, else every label of the message.
+    """
+    for key in ("multi_eval_labels", "eval_labels", "labels"):
+        refs = [r for r in (obs.get(key) or ()) if isinstance(r, str) and r.strip()]
+        if refs:
+            return refs
+    return []
