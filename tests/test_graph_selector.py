@@ -365,8 +365,8 @@ def test_selector_trains_on_the_graphs_build_graphs_wrote(tiny_encoder, tmp_path
 def test_teacher_attaches_the_graph_the_selector_uses(tiny_encoder, datapath):
     """
     In one command the teacher's ``--attach-graphs`` and the selector read the same graph
-    options: the attached key and graph are the selector's own for that pool (the
-    attachment is for display and other agents; the selector needs no second copy).
+    options: the attached key is the selector's own for that pool, so the selector takes
+    the attached graph instead of building (or loading) it again.
     """
     from parlai.core.opt import Opt
     from parlai.core.teachers import create_task_agent_from_taskname
@@ -375,7 +375,7 @@ def test_teacher_attaches_the_graph_the_selector_uses(tiny_encoder, datapath):
     from parlai_docgraph.graphs import DocumentGraph
 
     agent, opt = _agent(tiny_encoder, datapath, "--graph-variant", "coref",
-                        "--attach-graphs", "build")
+                        "--attach-graphs", "build")  # _agent: --graph-cache memory
     opt = Opt(opt)
     opt["datatype"] = "train:ordered"
     teacher = create_task_agent_from_taskname(opt)[0]
@@ -383,4 +383,17 @@ def test_teacher_attaches_the_graph_the_selector_uses(tiny_encoder, datapath):
     act = teacher.act()
     passages = message_passages(act)
     assert act["knowledge_graph_key"] == agent.graphs.factory.key(passages)
-    assert DocumentGraph.from_dict(act["knowledge_graph"]) == agent.graphs.build(passages)
+
+    def no_build(passages):
+        raise AssertionError("the selector built the graph the teacher attached")
+
+    agent.graphs.factory.build = no_build
+    obs = agent.observe(act)
+    graph = agent.graphs.get(obs["background_passages"]).graph
+    assert agent.graphs.attached == 1
+    assert graph == DocumentGraph.from_dict(act["knowledge_graph"])
+    del agent.graphs.factory.build
+    assert graph == agent.graphs.factory.build(passages)
+    # another variant's attachment is not this selector's graph: ignored
+    other, _ = _agent(tiny_encoder, datapath, "--graph-variant", "full")
+    assert not other.graphs.offer(passages, act["knowledge_graph_key"], act["knowledge_graph"])

@@ -316,7 +316,11 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         if (self.graphs.uses_graph and not obs.is_padding() and "text" in obs
                 and obs.get("label_candidates")):
             before = self.background.pool
-            obs["background_passages"] = self.background.observe(message_passages(obs))
+            pool = message_passages(obs)
+            # a graph the teacher attached (--attach-graphs) stands for this pool's when its
+            # key is the provider's own (same graph options): no store read, no build
+            self.graphs.offer(pool, obs.get("knowledge_graph_key"), obs.get("knowledge_graph"))
+            obs["background_passages"] = self.background.observe(pool)
             grew = before is not None and self.background.previous == before
             obs["background_base"] = before if grew else None
         return obs

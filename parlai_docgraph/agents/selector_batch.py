@@ -75,7 +75,9 @@ class GraphProvider:
     :func:`~parlai_docgraph.graphs.embed.embed_graph` vectors from the frozen
     ``node_encoder`` (none for the text-only variants), sentence and passage nodes pooled by
     ``pooling`` (``cls`` or ``mean``). Both are kept in an in-process
-    :class:`~parlai_docgraph.memo.LRUMemo` of ``memo_size`` pools.
+    :class:`~parlai_docgraph.memo.LRUMemo` of ``memo_size`` pools. A graph a teacher attached
+    (``--attach-graphs``: :meth:`offer`) is used instead of a store read or a build when its
+    key is this provider's own key for the pool.
     """
 
     def __init__(
@@ -106,11 +108,30 @@ class GraphProvider:
             self.embed_cache = EmbeddingCache(
                 embed_cache, describe_encoder(node_encoder, tokenizer, limit))
         self._memo: LRUMemo[str, ExampleGraph] = LRUMemo(memo_size)
+        self._offered: LRUMemo[str, DocumentGraph] = LRUMemo(memo_size)
         self.extended = 0  # graphs made by extending a memoised pool's (per_turn background)
+        self.attached = 0  # graphs taken from teachers' messages (offer)
 
     @property
     def uses_graph(self) -> bool:
         return self.factory is not None
+
+    def offer(self, passages: Passages, key: Optional[str], graph: Any) -> bool:
+        """
+        A graph a teacher attached to a message (``knowledge_graph_key``,
+        ``knowledge_graph``: ``DocumentGraph.to_dict()``) for the pool ``passages``: kept for
+        :meth:`build` when ``key`` is this provider's own key for the pool (the teacher read
+        the same graph options), ignored otherwise. Returns whether it was kept.
+        """
+        if self.factory is None or key is None or graph is None:
+            return False
+        pool = _pool_key(passages)
+        if pool in self._memo or pool in self._offered:
+            return True
+        if key != self.factory.key(passages):
+            return False
+        self._offered.put(pool, DocumentGraph.from_dict(graph))
+        return True
 
     def build(self, passages: Passages, base: Optional[Passages] = None) -> DocumentGraph:
         """The document graph of ``passages`` for this config (extended, stored, or built)."""
@@ -122,6 +143,10 @@ class GraphProvider:
             if hit is not None:
                 self.extended += 1
                 return self.factory.extend(hit.graph, passages[len(base):])
+        offered = self._offered.get(_pool_key(passages))
+        if offered is not None:
+            self.attached += 1
+            return offered
         if self.store is not None:
             return self.store.get_or_build(passages, self.factory).graph
         return self.factory.build(passages)

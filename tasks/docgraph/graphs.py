@@ -14,10 +14,11 @@ the :class:`~parlai_docgraph.graphs.factory.GraphFactory` of the one graph argum
 (``--graph-variant``, ``--graph-parser``, ``--graph-coref``, ``--amr-file``,
 ``--amr-model-dir``, ``--multilevel-ablation``), exactly as ``parlai-docgraph build_graphs``
 and the graph selector do, so the graphs it stored are the ones found here. In one
-``parlai train_model`` / ``eval_model`` command the teacher and the selector read the same
-options, hence the same graphs: the attached graph is for display (``parlai display_data
---display-add-fields knowledge_graph_key``) and for agents of your own; the graph selector
-finds the same entries in the store by itself. ``store`` raises
+``parlai train_model`` / ``eval_model`` command the teacher and the graph selector read the
+same options: the selector takes the attached graph for the pool (no store read, no build)
+when the attached key is its own key for that pool, and ignores it otherwise (a model
+trained with another ``--graph-variant``). The attachment also serves display (``parlai
+display_data ... --display-add-fields knowledge_graph_key``) and agents of your own. ``store`` raises
 :class:`MissingGraphError` naming the ``build_graphs`` command to run when a pool's graph is
 absent (or corrupt, then deleted); ``build`` builds it and saves it to the store. Graphs are
 attached when an example is sent (not when the data is loaded), and the last
