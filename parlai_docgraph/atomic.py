@@ -34,18 +34,32 @@ def write_text_atomic(path: Union[str, Path], text: str) -> Path:
     return target
 
 
+def verified(body: str, check: Callable[[str], T]) -> Optional[T]:
+    """
+    The one corrupt-entry policy of the caches: ``check(body)``, or ``None`` (reported
+    missing, so the caller rebuilds and rewrites the entry) when ``check`` fails in any way:
+    a damaged entry must never be loaded. ``check`` returns the entry's value, never
+    ``None``.
+    """
+    try:
+        return check(body)
+    except Exception:  # anything unexpected in a damaged entry: never load it
+        return None
+
+
 def read_verified(path: Union[str, Path], check: Callable[[str], T]) -> Optional[T]:
     """
-    The one corrupt-entry policy of the on-disk caches: ``check(text of path)``, or
-    ``None`` when ``path`` is absent, or when reading or ``check`` fails in any way (a
-    damaged entry must never be loaded); such an entry is deleted, so the caller rebuilds
-    and rewrites it.
+    :func:`verified` for a file entry: ``check(text of path)``, or ``None`` when ``path``
+    is absent or unreadable or fails ``check``; a damaged file is deleted.
     """
     target = Path(path)
     if not target.is_file():
         return None
     try:
-        return check(target.read_text(encoding="utf-8"))
-    except Exception:  # anything unexpected in a damaged entry: never load it
+        body = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        body = None
+    value = None if body is None else verified(body, check)
+    if value is None:
         target.unlink(missing_ok=True)
-        return None
+    return value

@@ -148,7 +148,7 @@ def test_benchmark_figures_quick():
 def test_one_memo_and_one_corruption_policy(tmp_path):
     """``LRUMemo`` (every in-process memo) drops the least recently used item;
     ``read_verified`` (every on-disk cache) deletes an entry that fails its check."""
-    from parlai_docgraph.atomic import read_verified
+    from parlai_docgraph.atomic import read_verified, verified
     from parlai_docgraph.memo import LRUMemo
 
     memo = LRUMemo(2)
@@ -166,3 +166,4 @@ def test_one_memo_and_one_corruption_policy(tmp_path):
     assert read_verified(entry, json.loads) == {"x": 1}
     entry.write_text('{"x": ')
     assert read_verified(entry, json.loads) is None and not entry.exists()
+    assert verified('{"x": 1}', json.loads) == {"x": 1} and verified("[", json.loads) is None
