@@ -1,5 +1,5 @@
 """
-Atomic file writes for caches and split files (standard library only).
+Atomic file writes and verified reads for caches and split files (standard library only).
 """
 
 from __future__ import annotations
@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Union
+from typing import Callable, Optional, TypeVar, Union
+
+T = TypeVar("T")
 
 
 def write_text_atomic(path: Union[str, Path], text: str) -> Path:
@@ -30,3 +32,34 @@ def write_text_atomic(path: Union[str, Path], text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def verified(body: str, check: Callable[[str], T]) -> Optional[T]:
+    """
+    The one corrupt-entry policy of the caches: ``check(body)``, or ``None`` (reported
+    missing, so the caller rebuilds and rewrites the entry) when ``check`` fails in any way:
+    a damaged entry must never be loaded. ``check`` returns the entry's value, never
+    ``None``.
+    """
+    try:
+        return check(body)
+    except Exception:  # anything unexpected in a damaged entry: never load it
+        return None
+
+
+def read_verified(path: Union[str, Path], check: Callable[[str], T]) -> Optional[T]:
+    """
+    :func:`verified` for a file entry: ``check(text of path)``, or ``None`` when ``path``
+    is absent or unreadable or fails ``check``; a damaged file is deleted.
+    """
+    target = Path(path)
+    if not target.is_file():
+        return None
+    try:
+        body = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        body = None
+    value = None if body is None else verified(body, check)
+    if value is None:
+        target.unlink(missing_ok=True)
+    return value

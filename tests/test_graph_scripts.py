@@ -19,7 +19,8 @@ import pytest
 
 from conftest import BIN, offline_env, teacher_acts
 from parlai_docgraph.graphs.cache import GraphStore
-from parlai_docgraph.graphs.parsers import get_parser
+from parlai_docgraph.graphs.config import GraphConfig
+from parlai_docgraph.graphs.factory import GraphFactory
 from parlai_docgraph.graphs.render import COLOURS
 from parlai_docgraph.bench import cli as bench
 from parlai_docgraph.scripts.build_graphs import BuildGraphs, parse_datatypes, parse_shard, \
@@ -65,11 +66,11 @@ def test_second_run_builds_nothing_and_keys_match_get_or_build(full, pools):
     assert (report["built"], report["cached"], report["failed"]) == (0, 15, 0)
     store = GraphStore(store_root(str(full)))
     assert len(list(store.keys())) == 15
-    dep = get_parser("dep")
+    factory = GraphFactory(GraphConfig())
     before = entries(full)
     for msg in pools[:3]:  # the library's own lookup finds what the script stored
-        store.get_or_build(msg["knowledge_passages"], parser=dep)
-    assert entries(full) == before
+        assert not store.get_or_build(msg["knowledge_passages"], factory).built
+    assert entries(full) == before and factory.built == 0
 
 
 def test_killed_and_damaged_store_is_completed(full, tmp_path):
@@ -155,13 +156,16 @@ def test_two_workers_equal_one(full, tmp_path):
     assert entries(tmp_path) == entries(full)
 
 
-def test_multilevel_kind_and_reported_failures(tmp_path, pools):
-    report = build(tmp_path, "--graph-kind", "multilevel")
+def test_multilevel_variant_and_reported_failures(tmp_path, pools):
+    report = build(tmp_path, "--graph-variant", "multilevel")
     assert report["built"] == 15
     store = GraphStore(store_root(str(tmp_path)))
     before = entries(tmp_path)
-    store.get_or_build(pools[0]["knowledge_passages"], builder="multilevel")
-    assert entries(tmp_path) == before
+    found = store.get_or_build(pools[0]["knowledge_passages"],
+                               GraphFactory(GraphConfig("multilevel")))
+    assert not found.built and entries(tmp_path) == before
+    with pytest.raises(ValueError, match="none has no graph"):
+        build(tmp_path, "--graph-variant", "none")
     amr = tmp_path / "one.amr"
     amr.write_text("# ::snt The keeper lit the lamp.\n(l / light-01 :ARG0 (k / keeper))\n")
     failed = build(tmp_path / "amr", "--graph-parser", "amr", "--amr-file", str(amr))
@@ -209,7 +213,7 @@ def test_show_graph_writes_self_contained_page(full, pools, tmp_path, capsys):
     assert not re.search(r"\s(src|href)\s*=|<link|@import|url\(", page)
     no_gold = next(i for i, m in enumerate(pools) if m["checked_sentence_index"] < 0)
     report = show(full, tmp_path / "n.html", "--example", str(no_gold),
-                  "--graph-kind", "multilevel")
+                  "--graph-variant", "multilevel")
     assert report["gold"] == [] and not report["cached"]
     assert "no gold sentence" in (tmp_path / "n.html").read_text(encoding="utf-8")
     with pytest.raises(SystemExit) as exit_info:
@@ -281,7 +285,7 @@ def test_selector_reads_the_graphs_build_graphs_wrote(full, pools, tmp_path, mon
         raise AssertionError("a graph was rebuilt instead of loaded from the store")
 
     monkeypatch.setattr(semantic, "build_document_graph", no_build)
-    provider = GraphProvider("full", None, None, str(default_store_root(datapath)))
+    provider = GraphProvider(GraphConfig(), None, None, str(default_store_root(datapath)))
     for act in pools:
         passages = [(t, list(s)) for t, s in act["knowledge_passages"]]
         graph = provider.build(passages)

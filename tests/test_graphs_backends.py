@@ -20,7 +20,8 @@ from parlai_docgraph.graphs.neural_coref import (
 )
 from parlai_docgraph.graphs.parsers import get_parser
 from parlai_docgraph.graphs.parsers.amr import AMRModelError
-from parlai_docgraph.graphs.spec import GraphSpec
+from parlai_docgraph.graphs.config import GraphConfig
+from parlai_docgraph.graphs.factory import GraphFactory
 
 SENTENCES = [
     "Johann Sebastian Bach was a German composer.",
@@ -38,7 +39,7 @@ def dep():
 def test_coreferee_missing_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "coreferee", None)  # import fails as when not installed
     for make in (lambda: get_coref("coreferee"),
-                 lambda: GraphSpec(coref="coreferee").backends()):
+                 lambda: GraphFactory(GraphConfig(coref="coreferee")).load()):
         with pytest.raises(CorefBackendUnavailable) as err:
             make()
         message = str(err.value)
@@ -46,7 +47,7 @@ def test_coreferee_missing_says_what_to_install(monkeypatch):
         assert "python -m coreferee install en" in message
         assert "en_core_web_sm" in message and "--graph-coref rule" in message
     with pytest.raises(ValueError, match="unknown coreference backend"):
-        GraphSpec(coref="fastcoref")
+        GraphConfig(coref="fastcoref")
 
 
 # ------------------------------------------------------------ coreferee: chain mapping
@@ -163,7 +164,7 @@ def test_amr_model_dir_errors_name_where_the_model_goes(tmp_path):
     with pytest.raises(AMRModelError, match="no amrlib model there.*--amr-file"):
         get_parser("amr", model_dir=str(missing))
     with pytest.raises(AMRModelError, match="no amrlib model there"):
-        GraphSpec(parser="amr", amr_model_dir=str(missing)).backends()
+        GraphFactory(GraphConfig(parser="amr", amr_model_dir=str(missing))).load()
 
 
 def test_amr_model_that_amrlib_cannot_load_is_a_clear_error(tmp_path, dep):

@@ -10,7 +10,9 @@ import pytest
 
 from parlai_docgraph.graphs import build_document_graph, build_multilevel_graph
 from parlai_docgraph.graphs.cache import GraphStore, graph_key, in_shard
+from parlai_docgraph.graphs.config import GraphConfig
 from parlai_docgraph.graphs.coref import RuleCoref
+from parlai_docgraph.graphs.factory import GraphFactory
 from parlai_docgraph.graphs.parsers import get_parser
 
 DOCS = [
@@ -28,27 +30,33 @@ def dep():
     return parser
 
 
-def test_get_or_build_stores_and_hits(tmp_path, dep):
+@pytest.fixture(scope="module")
+def full(dep):
+    return GraphFactory(GraphConfig()).load()
+
+
+def test_get_or_build_stores_and_hits(tmp_path, dep, full):
     store = GraphStore(tmp_path)
-    first = store.get_or_build(DOCS[0], parser=dep)
-    assert first == build_document_graph(DOCS[0], parser=dep)
+    first = store.get_or_build(DOCS[0], full)
+    assert first.built and first.graph == build_document_graph(DOCS[0], parser=dep)
     [key] = list(store.keys())
+    assert first.key == key == full.key(DOCS[0])
     assert store.path(key).parent.parent.name == "graphs-v1"
-    calls = []
-    dep_parse = dep.parse
-    try:
-        dep.parse = lambda s: calls.append(s) or dep_parse(s)
-        assert store.get_or_build(DOCS[0], parser=dep) == first
-        assert calls == []  # loaded, not rebuilt
-        store.get_or_build(DOCS[0], parser=dep, homogeneous=True)
-        assert len(calls) == 1 and len(list(store.keys())) == 2  # options are part of the key
-    finally:
-        del dep.parse
-    multi = store.get_or_build(DOCS[0], builder="multilevel")
-    assert multi == build_multilevel_graph(DOCS[0])
-    assert store.get_or_build(DOCS[0], builder="multilevel") == multi
-    with pytest.raises(ValueError, match="unknown graph builder"):
-        store.get_or_build(DOCS[0], builder="amr")
+    built = full.built
+    again = store.get_or_build(DOCS[0], full)
+    assert again == (key, first.graph, False) and full.built == built  # loaded, not rebuilt
+    homogeneous = store.get_or_build(DOCS[0], GraphFactory(GraphConfig("homogeneous")))
+    assert homogeneous.built and len(list(store.keys())) == 2  # options are part of the key
+    # paths reads the full graph: same key, nothing built
+    assert store.get_or_build(DOCS[0], GraphFactory(GraphConfig("paths"))) == again
+    multilevel = GraphFactory(GraphConfig("multilevel"))
+    multi = store.get_or_build(DOCS[0], multilevel)
+    assert multi.graph == build_multilevel_graph(DOCS[0])
+    assert store.get_or_build(DOCS[0], multilevel) == (multi.key, multi.graph, False)
+    missing = store.get_or_build(DOCS[1], full, build=False)
+    assert missing.graph is None and missing.key not in store
+    with pytest.raises(ValueError, match="none has no graph"):
+        GraphFactory(GraphConfig("none"))
 
 
 def test_keys_depend_on_inputs():
@@ -72,14 +80,14 @@ def test_keys_depend_on_inputs():
         lambda text: "",
     ],
 )
-def test_corrupt_or_stale_entries_are_rebuilt_not_loaded(tmp_path, dep, damage):
+def test_corrupt_or_stale_entries_are_rebuilt_not_loaded(tmp_path, full, damage):
     store = GraphStore(tmp_path)
-    good = store.get_or_build(DOCS[0], parser=dep)
+    good = store.get_or_build(DOCS[0], full).graph
     [key] = list(store.keys())
     path = store.path(key)
     path.write_text(damage(path.read_text(encoding="utf-8")), encoding="utf-8")
     assert store.load(key) is None and not path.exists()
-    assert store.get_or_build(DOCS[0], parser=dep) == good
+    assert store.get_or_build(DOCS[0], full) == (key, good, True)
     assert store.load(key) == good
 
 
@@ -103,23 +111,23 @@ def test_atomic_writes_resume_and_clean(tmp_path, dep, monkeypatch):
     assert store.load(key) == graph
 
 
-def test_shards_partition_keys_and_merge(tmp_path, dep):
-    full = GraphStore(tmp_path / "full")
+def test_shards_partition_keys_and_merge(tmp_path, dep, full):
+    whole = GraphStore(tmp_path / "full")
     shards = [GraphStore(tmp_path / f"shard{i}") for i in range(2)]
     for doc in DOCS:
-        full.get_or_build(doc, parser=dep)
-    keys = list(full.keys())
+        whole.get_or_build(doc, full)
+    keys = list(whole.keys())
     assert all(sum(in_shard(k, (i, 2)) for i in range(2)) == 1 for k in keys)
     for doc in DOCS:
         key = graph_key(doc, "semantic", {}, [dep.describe(), RuleCoref.version])
         assert key in keys
         for i, shard in enumerate(shards):
             if in_shard(key, (i, 2)):
-                shard.get_or_build(doc, parser=dep)
+                shard.get_or_build(doc, full)
     merged = GraphStore(tmp_path / "merged")
     assert sum(merged.merge_from(s) for s in shards) == len(keys)
     assert list(merged.keys()) == keys
-    assert all(merged.load(k) == full.load(k) for k in keys)
+    assert all(merged.load(k) == whole.load(k) for k in keys)
     assert merged.merge_from(shards[0]) == 0
     with pytest.raises(ValueError, match="shard 2/2"):
         in_shard(keys[0], (2, 2))
@@ -135,3 +143,27 @@ def test_benchmark_figures_quick():
     assert figures["pools"] == 4 and figures["quick"] is True
     with pytest.raises(ValueError, match="at least one"):
         graph_benchmark([])
+
+
+def test_one_memo_and_one_corruption_policy(tmp_path):
+    """``LRUMemo`` (every in-process memo) drops the least recently used item;
+    ``read_verified`` (every on-disk cache) deletes an entry that fails its check."""
+    from parlai_docgraph.atomic import read_verified, verified
+    from parlai_docgraph.memo import LRUMemo
+
+    memo = LRUMemo(2)
+    memo.put("a", 1)
+    memo.put("b", 2)
+    assert memo.get("a") == 1  # "b" is now the least recent
+    memo.put("c", 3)
+    assert "b" not in memo and memo.get("a") == 1 and len(memo) == 2
+    assert memo.get("b") is None and (memo.hits, memo.misses) == (2, 1)
+    off = LRUMemo(0)
+    assert off.put("a", 1) == 1 and len(off) == 0
+    entry = tmp_path / "entry.json"
+    assert read_verified(entry, json.loads) is None  # absent
+    entry.write_text('{"x": 1}')
+    assert read_verified(entry, json.loads) == {"x": 1}
+    entry.write_text('{"x": ')
+    assert read_verified(entry, json.loads) is None and not entry.exists()
+    assert verified('{"x": 1}', json.loads) == {"x": 1} and verified("[", json.loads) is None

@@ -152,9 +152,10 @@ def test_selector_graph_provider_uses_the_disk_cache(encoder_and_tokenizer, tmp_
                                                      monkeypatch):
     """``--embed-cache``: a second provider (a later run) loads node states from disk."""
     from parlai_docgraph.agents.graph_selector.batch import GraphProvider
+    from parlai_docgraph.graphs.config import GraphConfig
 
     encoder, tokenizer = encoder_and_tokenizer
-    first = GraphProvider("full", encoder, tokenizer, embed_cache=str(tmp_path))
+    first = GraphProvider(GraphConfig(), encoder, tokenizer, embed_cache=str(tmp_path))
     want = first.get(PASSAGES).x
     assert first.embed_cache.counts["saved"] > 0
 
@@ -162,7 +163,7 @@ def test_selector_graph_provider_uses_the_disk_cache(encoder_and_tokenizer, tmp_
         raise AssertionError("the encoder ran although every state was cached")
 
     monkeypatch.setattr(encoder, "forward", no_encoder)
-    second = GraphProvider("full", encoder, tokenizer, embed_cache=str(tmp_path))
+    second = GraphProvider(GraphConfig(), encoder, tokenizer, embed_cache=str(tmp_path))
     got = second.get(PASSAGES).x
     assert torch.equal(got, want)
     assert second.embed_cache.counts["disk"] > 0

@@ -100,11 +100,13 @@ def test_ray_failed_task_is_retried_then_reported(cluster, tmp_path):
     reported with the reason (none silently missing)."""
     from parlai_docgraph.graphs.ray_engine import build_with_ray
 
-    config = dict(kind="semantic", parser="amr", amr_file=str(tmp_path / "missing.penman"),
-                  ablation="full", coref="rule", amr_model_dir=None, parse_cache=None)
+    from parlai_docgraph.graphs.config import GraphConfig
+    from parlai_docgraph.graphs.factory import GraphFactory
+
+    state = GraphFactory(GraphConfig(parser="amr", amr_file=str(tmp_path / "missing.penman"))).state()
     saved = []
     jobs = {"a": [("T", ["One sentence."])], "b": [("U", ["Another one."])]}
-    results, retried = build_with_ray(jobs, config, lambda k, g: saved.append(k),
+    results, retried = build_with_ray(jobs, state, lambda k, g: saved.append(k),
                                       address=cluster, chunk_size=1, retries=1, progress=False)
     assert retried == 2 and not saved
     assert set(results) == {"a", "b"}

@@ -24,6 +24,19 @@ def test_graph_snippet_with_extend_document_graph_runs_as_written():
     assert [n.text for n in graph.nodes_of_type("passage")] == ["Eddystone Lighthouse", "Smeaton"]
 
 
+def test_graph_store_snippet_runs_as_written(tmp_path, monkeypatch):
+    """The one way to get a graph: GraphConfig -> GraphFactory -> GraphStore.get_or_build;
+    the second run of the snippet finds the graph the first one stored."""
+    [snippet] = [b for b in _blocks("python") if "store.get_or_build(" in b]
+    monkeypatch.chdir(tmp_path)
+    for built in (True, False):
+        scope: dict = {}
+        exec(compile(snippet, "README.md", "exec"), scope)  # noqa: S102 (our own README)
+        assert scope["found"].built is built
+        assert scope["found"].graph.nodes_of_type("concept")  # the coref graph keeps concepts
+    assert (tmp_path / "data" / "docgraph_cache" / "graphs").is_dir()
+
+
 def test_default_options_ablate_command_parses_as_written():
     """The "At the default options" command resolves through the ablate script's own parser
     (its expedition full/none rows are trained by tests/test_expedition.py; all seven rows

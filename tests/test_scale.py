@@ -116,13 +116,14 @@ class _NoStart:
 def test_assembly_equals_the_one_go_builder(dep, sample_pools, ablation):
     """The incremental assembly, in one batch, gives the one-go builder's graph exactly
     (same node ids, edge order and metadata)."""
-    from parlai_docgraph.graphs.semantic import ABLATIONS
+    from parlai_docgraph.graphs.config import GraphVariant
 
+    options = GraphVariant(ablation).build_options
     for pool in sample_pools[:6]:
-        fast = build_document_graph(pool, parser=dep, **ABLATIONS[ablation])
+        fast = build_document_graph(pool, parser=dep, **options)
         assert fast.assembly is not None
         assert fast.to_dict() == build_document_graph(
-            pool, parser=dep, coref=_NoStart(), **ABLATIONS[ablation]).to_dict()
+            pool, parser=dep, coref=_NoStart(), **options).to_dict()
 
 
 def _sweep(pools, parser, options, coref="rule"):
@@ -149,15 +150,15 @@ def _sweep(pools, parser, options, coref="rule"):
 
 
 def test_extend_passage_by_passage_equals_rebuild_on_sample(dep, sample_pools):
+    from parlai_docgraph.graphs.config import TABLE7_VARIANTS
     from parlai_docgraph.graphs.parsers.dep import DepParser
-    from parlai_docgraph.graphs.semantic import ABLATIONS
 
     memo = DepParser(memo_size=5000)
     long = list({t: (t, s) for pool in sample_pools for t, s in pool}.values())
     assert len(long) >= 12  # one long document: mentions of many passages corefer
-    for name, options in ABLATIONS.items():
-        compared, approximated = _sweep(sample_pools + [long], memo, options)
-        assert compared >= 30 and approximated <= compared // 20, name
+    for variant in TABLE7_VARIANTS:
+        compared, approximated = _sweep(sample_pools + [long], memo, variant.build_options)
+        assert compared >= 30 and approximated <= compared // 20, variant
     compared, _ = _sweep([long], memo, {}, coref="none")
     assert compared >= 10
 
@@ -214,8 +215,9 @@ def test_build_graphs_from_a_plain_corpus_reports_bad_rows(tmp_path):
     """A folder of .md/.txt and a JSONL of {title, text}: one graph per document, a passage
     per paragraph (Markdown headings title theirs); a malformed row is reported with its
     file and line and the other documents are still built."""
+    from parlai_docgraph.graphs.config import GraphConfig
     from parlai_docgraph.graphs.corpus import read_corpus
-    from parlai_docgraph.graphs.spec import GraphSpec
+    from parlai_docgraph.graphs.factory import GraphFactory
     from parlai_docgraph.scripts.build_graphs import BuildGraphs, store_root
     from parlai_docgraph.graphs.cache import GraphStore
 
@@ -235,7 +237,7 @@ def test_build_graphs_from_a_plain_corpus_reports_bad_rows(tmp_path):
                               "--progress", "false")
     assert (report["examples"], report["built"], report["failed"]) == (2, 2, 0)
     store = GraphStore(store_root(str(tmp_path / "dp")))
-    key = GraphSpec().key(pools[str(docs / "lamp.md")])
+    key = GraphFactory(GraphConfig()).key(pools[str(docs / "lamp.md")])
     assert store.load(key).meta["num_passages"] == 2
     rows = tmp_path / "docs.jsonl"
     rows.write_text('{"title": "Lamp", "text": "The keeper lit the lamp."}\n'
@@ -256,7 +258,8 @@ def test_readme_corpus_command_runs_as_written(tmp_path):
     from the document as ``--documents`` reads it (one reader for both)."""
     from parlai_docgraph.graphs.corpus import read_document
     from parlai_docgraph.graphs.cache import GraphStore
-    from parlai_docgraph.graphs.spec import GraphSpec
+    from parlai_docgraph.graphs.config import GraphConfig
+    from parlai_docgraph.graphs.factory import GraphFactory
     from parlai_docgraph.scripts.build_graphs import store_root
 
     docs = tmp_path / "my_docs"
@@ -271,14 +274,4 @@ def test_readme_corpus_command_runs_as_written(tmp_path):
     assert pool == [("Duties", ["Trim the wick.", "Wind the clock"]),
                     ("Duties", ["The keeper logs the weather.", "He writes it down at dawn."])]
     store = GraphStore(store_root(str(tmp_path / "data")))
-    assert store.load(GraphSpec().key(pool)).meta["num_sentences"] == 4
-
-
-def test_bench_extend_figures_run_on_the_sample(sample_pools):
-    """``parlai-docgraph bench --only scale`` times extension both ways; both must run."""
-    from parlai_docgraph.bench.scale import extend_figures
-
-    figures = extend_figures(sample_pools, (2, 4), repeats=1)
-    assert set(figures["extend_ms"]) == set(figures["rebuild_extend_ms"]) == {"2", "4"}
-    assert all(v > 0 for v in figures["extend_ms"].values())
-    assert all(v > 0 for v in figures["rebuild_extend_ms"].values())
+    assert store.load(GraphFactory(GraphConfig()).key(pool)).meta["num_sentences"] == 4

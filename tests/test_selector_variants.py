@@ -180,7 +180,7 @@ def test_background_first_turn_and_per_turn(tiny_encoder, datapath):
     per.graphs.get(base)
     extended = per.graphs.get(pool, base)
     assert per.graphs.extended == 1
-    parser, coref = per.graphs._backends()
+    parser, coref = per.graphs.factory.backends()
     rebuilt = build_document_graph(pool, parser=parser, coref=coref)
     from parlai_docgraph.graphs.assembly import canonical_form  # equal up to node ids
 

@@ -13,7 +13,8 @@ import pytest
 from conftest import teacher_acts
 from parlai_docgraph.graphs import DocumentGraph
 from parlai_docgraph.graphs.cache import GraphStore, default_store_root
-from parlai_docgraph.graphs.spec import GraphSpec
+from parlai_docgraph.graphs.config import GraphConfig
+from parlai_docgraph.graphs.factory import GraphFactory
 from parlai_docgraph.scripts.build_graphs import BuildGraphs
 
 TASK = "docgraph:sample"
@@ -49,11 +50,11 @@ def test_default_attaches_nothing(datapath):
 def test_store_hit_round_trips_to_the_build_graphs_graph(built):
     acts, teacher = acts_and_teacher(built, "--attach-graphs", "store")
     store = GraphStore(default_store_root(built))
-    spec = GraphSpec()
+    factory = GraphFactory(GraphConfig())
     assert all("knowledge_graph" in a for a in acts)
     for act in acts:
         key = act["knowledge_graph_key"]
-        assert key == spec.key(act["knowledge_passages"])
+        assert key == factory.key(act["knowledge_passages"])
         graph = DocumentGraph.from_dict(act["knowledge_graph"])
         assert graph == store.load(key)  # the entry build_graphs wrote
         nested = [s for _, sents in act["knowledge_passages"] for s in sents]
@@ -72,20 +73,20 @@ def test_store_miss_names_the_build_command(datapath):
 
 
 def test_store_miss_command_carries_the_graph_options(datapath):
-    with pytest.raises(LookupError, match="build_graphs .* --graph-ablation sentence"):
+    with pytest.raises(LookupError, match="build_graphs .* --graph-variant sentence"):
         teacher_acts(TASK, datapath, "valid", "--attach-graphs", "store",
-                     "--graph-ablation", "sentence")
+                     "--graph-variant", "sentence")
 
 
 def test_build_writes_the_store_once_per_pool(datapath, monkeypatch):
     calls = []
-    original = GraphSpec.build
+    original = GraphFactory.build
 
     def counting(self, passages):
         calls.append(self.key(passages))
         return original(self, passages)
 
-    monkeypatch.setattr(GraphSpec, "build", counting)
+    monkeypatch.setattr(GraphFactory, "build", counting)
     acts, teacher = acts_and_teacher(datapath, "--attach-graphs", "build")
     keys = {a["knowledge_graph_key"] for a in acts}
     assert sorted(calls) == sorted(keys)  # each pool built once (memo), none twice
@@ -101,12 +102,13 @@ def test_build_writes_the_store_once_per_pool(datapath, monkeypatch):
 
 
 def test_graph_options_select_the_graph(datapath):
-    acts, _ = acts_and_teacher(datapath, "--attach-graphs", "build", "--graph-ablation",
+    acts, _ = acts_and_teacher(datapath, "--attach-graphs", "build", "--graph-variant",
                                "sentence")
     graph = DocumentGraph.from_dict(acts[0]["knowledge_graph"])
     assert graph.meta["options"]["sentence_graph"] is True
     assert not graph.nodes_of_type("concept")
-    assert acts[0]["knowledge_graph_key"] != GraphSpec().key(acts[0]["knowledge_passages"])
+    assert acts[0]["knowledge_graph_key"] != GraphFactory(GraphConfig()).key(
+        acts[0]["knowledge_passages"])
     with pytest.raises(ValueError, match="--graph-parser amr needs --amr-file"):
         acts_and_teacher(datapath, "--attach-graphs", "build", "--graph-parser", "amr")
 

@@ -71,6 +71,7 @@ def prepare(task: str, dialogues: int, pool: str, cache_dir: str) -> Dict[str, L
                 for split, rows in data.items()}
     from parlai_docgraph.agents.graph_selector.batch import GraphProvider
     from parlai_docgraph.agents.graph_selector.encoder import load_encoder
+    from parlai_docgraph.graphs.config import GraphConfig
     from parlai_docgraph.graphs.embed import embed_graph
     from parlai_docgraph.models.selector.dialog_aware import concept_labels
 
@@ -79,7 +80,7 @@ def prepare(task: str, dialogues: int, pool: str, cache_dir: str) -> Dict[str, L
 
     encoder, tokenizer = load_encoder("minilm-l6")
     encoder.eval()
-    provider = GraphProvider("full", encoder, tokenizer, None)
+    provider = GraphProvider(GraphConfig(), encoder, tokenizer, None)
     data: Dict[str, List] = {}
     for split in ("train", "test"):
         rows = []

@@ -37,11 +37,12 @@ import time
 from typing import Any, Dict, List, Sequence, Tuple
 
 from parlai_docgraph.agents.graph_selector.messages import NO_PASSAGE
+from parlai_docgraph.graphs.config import GraphVariant
 from parlai_docgraph.bench.cli import GOAL_MAXIMA, register_benchmark, sample_pools
 
 SIZES = (10, 40, 160)
 GOAL_MAXIMA.setdefault("train_speed_ratio", 1.15)
-VARIANTS = ("full", "none")
+VARIANTS = (GraphVariant.FULL.value, GraphVariant.NONE.value)
 
 
 def pool_of_size(passages: Sequence[Tuple[str, List[str]]], n_sentences: int,

@@ -9,8 +9,10 @@ Documents -> graphs (no ParlAI imports here).
   (``extend_document_graph`` appends later-retrieved passages).
 - :mod:`.multilevel`: Zhang & Tan's multi-level graph, :func:`build_multilevel_graph`.
 - :mod:`.cache`: content-hash keyed, versioned graph store (atomic, resumable, sharded).
-- :mod:`.spec`: one graph configuration's store key and build function (shared by the CLI,
-  the teachers' ``--attach-graphs`` and the store).
+- :mod:`.config`: the graph options (:class:`GraphVariant`, :class:`GraphConfig`, one
+  argument group); :mod:`.factory`: :class:`~.factory.GraphFactory`, the one place that
+  builds a config's graphs and computes their store keys (used by the CLI, the teachers'
+  ``--attach-graphs`` and the graph selector).
 - :mod:`.embed`: initial node vectors from a frozen encoder; :mod:`.embed_cache`: their
   versioned on-disk cache.
 - :mod:`.render`: self-contained HTML page of a graph.
@@ -29,10 +31,11 @@ from parlai_docgraph.graphs.schema import (
     Node,
 )
 from parlai_docgraph.graphs.multilevel import build_multilevel_graph
-from parlai_docgraph.graphs.semantic import ABLATIONS, build_document_graph, extend_document_graph
+from parlai_docgraph.graphs.config import GraphConfig, GraphVariant
+from parlai_docgraph.graphs.semantic import build_document_graph, extend_document_graph
 
 __all__ = [
-    "ABLATIONS", "CONCEPT_KINDS", "EDGE_TYPES", "NODE_TYPES", "ROLE_EDGE_TYPES",
-    "SCHEMA_VERSION", "DocumentGraph", "Edge", "Node", "build_document_graph",
-    "build_multilevel_graph", "extend_document_graph",
+    "CONCEPT_KINDS", "EDGE_TYPES", "NODE_TYPES", "ROLE_EDGE_TYPES",
+    "SCHEMA_VERSION", "DocumentGraph", "Edge", "GraphConfig", "GraphVariant", "Node",
+    "build_document_graph", "build_multilevel_graph", "extend_document_graph",
 ]

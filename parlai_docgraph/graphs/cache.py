@@ -12,7 +12,11 @@ JSON and the graph.
   (stray ``*.tmp`` files are ignored and removed by :meth:`GraphStore.clean`).
 - A corrupt or stale entry (unreadable JSON, checksum or key mismatch, other schema
   version, graph failing validation) is deleted and reported as missing, so it is rebuilt,
-  never loaded.
+  never loaded (:func:`~parlai_docgraph.atomic.read_verified`, the policy every on-disk
+  cache of the package shares).
+- What to build and under which key is not the store's business:
+  :meth:`GraphStore.get_or_build` takes a :class:`~.factory.GraphFactory` (the one builder
+  dispatch), so every caller computes the same keys.
 - Shards: :func:`in_shard` splits keys into ``n`` disjoint sets by hash, so separate machines
   can build shards into separate stores; :meth:`GraphStore.merge_from` copies verified
   entries of another store into this one.
@@ -23,10 +27,24 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (
+    TYPE_CHECKING, Any, Dict, Iterator, NamedTuple, Optional, Sequence, Tuple, Union,
+)
 
-from parlai_docgraph.atomic import write_text_atomic
+from parlai_docgraph.atomic import read_verified, write_text_atomic
 from parlai_docgraph.graphs.schema import SCHEMA_VERSION, DocumentGraph
+
+if TYPE_CHECKING:
+    from parlai_docgraph.graphs.factory import GraphFactory
+
+
+class StoredGraph(NamedTuple):
+    """What :meth:`GraphStore.get_or_build` found: the key, the graph (``None``: missing
+    and not built) and whether it was built now."""
+
+    key: str
+    graph: Optional[DocumentGraph]
+    built: bool
 
 
 def _canonical(obj: Any) -> str:
@@ -55,22 +73,6 @@ def default_store_root(datapath: Union[str, Path]) -> Path:
     built ahead of time are the ones training uses.
     """
     return Path(datapath) / "docgraph_cache" / "graphs"
-
-
-def key_backends(builder: str, items: Sequence[Tuple[str, Sequence[str]]], parser: Any = None,
-                 coref: Any = None, model: Optional[str] = None) -> List[str]:
-    """
-    The backend part of a store key, shared by :meth:`GraphStore.get_or_build` and
-    ``parlai-docgraph build_graphs`` so both compute the same keys.
-    """
-    if builder == "semantic":
-        sentences = [s for _, sents in items for s in sents]
-        return [parser.cache_token(sentences), coref.describe()]
-    from parlai_docgraph.graphs.coref import RuleCoref
-    from parlai_docgraph.graphs.multilevel import BUILDER_VERSION
-    from parlai_docgraph.graphs.parsers.dep import DepParser
-
-    return [DepParser(model).describe(), RuleCoref.version, f"multilevel-v{BUILDER_VERSION}"]
 
 
 def in_shard(key: str, shard: Tuple[int, int]) -> bool:
@@ -109,21 +111,21 @@ class GraphStore:
         return write_text_atomic(self.path(key), _canonical(entry))
 
     def load(self, key: str) -> Optional[DocumentGraph]:
-        """The stored graph, or ``None`` when absent, corrupt or stale (then deleted)."""
-        path = self.path(key)
-        if not path.is_file():
-            return None
-        try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
+        """
+        The stored graph, or ``None`` when absent, corrupt or stale (then deleted: the
+        store's corruption policy, :func:`~parlai_docgraph.atomic.read_verified`).
+        """
+
+        def check(text: str) -> DocumentGraph:
+            entry = json.loads(text)
             body = entry["graph"]
             if entry["key"] != key or entry["schema_version"] != SCHEMA_VERSION:
                 raise ValueError("stale entry")
             if hashlib.sha256(body.encode("utf-8")).hexdigest() != entry["checksum"]:
                 raise ValueError("checksum mismatch")
             return DocumentGraph.from_dict(json.loads(body))
-        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
-            path.unlink(missing_ok=True)
-            return None
+
+        return read_verified(self.path(key), check)
 
     def clean(self) -> int:
         """Remove temporary files left by killed writers; return how many."""
@@ -144,37 +146,19 @@ class GraphStore:
         return copied
 
     def get_or_build(
-        self, passages: Sequence[Tuple[str, Sequence[str]]], builder: str = "semantic",
-        **options: Any,
-    ) -> DocumentGraph:
+        self, passages: Sequence[Tuple[str, Sequence[str]]], factory: "GraphFactory",
+        build: bool = True, key: Optional[str] = None,
+    ) -> StoredGraph:
         """
-        The graph of ``passages`` from the store, built and stored when missing, corrupt or
-        stale. ``builder``: ``semantic`` (options of ``build_document_graph``, ``parser`` and
-        ``coref`` as names or instances) or ``multilevel`` (of ``build_multilevel_graph``).
+        The graph of ``passages`` under ``factory``'s configuration: loaded from the store,
+        or (``build``) built by ``factory`` and stored when missing, corrupt or stale.
+        With ``build=False`` a missing graph comes back as ``graph=None``. ``key``: the
+        pool's ``factory.key(passages)`` when the caller has it already.
         """
-        from parlai_docgraph.graphs.coref import get_coref
-        from parlai_docgraph.graphs.multilevel import DROP_POS, build_multilevel_graph
-        from parlai_docgraph.graphs.parsers import get_parser
-        from parlai_docgraph.graphs.semantic import build_document_graph, check_passages
-
-        items = check_passages(passages)
-        if builder == "semantic":
-            parser = options.pop("parser", "dep")
-            coref = options.pop("coref", "rule")
-            parser = get_parser(parser) if isinstance(parser, str) else parser
-            coref = get_coref(coref) if isinstance(coref, str) else coref
-            key = graph_key(items, builder, options, key_backends(builder, items, parser, coref))
-            graph = self.load(key)
-            if graph is None:
-                graph = build_document_graph(items, parser, coref, **options)
-        elif builder == "multilevel":
-            keyed = {**options, "drop_pos": list(options.get("drop_pos", DROP_POS))}
-            key = graph_key(items, builder, keyed, key_backends(builder, items, model=options.get("model")))
-            graph = self.load(key)
-            if graph is None:
-                graph = build_multilevel_graph(items, **options)
-        else:
-            raise ValueError(f"unknown graph builder {builder!r}; choose semantic or multilevel")
-        if key not in self:
-            self.save(key, graph)
-        return graph
+        key = factory.key(passages) if key is None else key
+        graph = self.load(key)
+        if graph is not None or not build:
+            return StoredGraph(key, graph, False)
+        graph = factory.build(passages)
+        self.save(key, graph)
+        return StoredGraph(key, graph, True)

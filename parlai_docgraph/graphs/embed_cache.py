@@ -17,11 +17,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any, List, Optional, Tuple, Union
 
-from parlai_docgraph.atomic import write_text_atomic
+from parlai_docgraph.atomic import read_verified, write_text_atomic
+from parlai_docgraph.memo import LRUMemo
 
 VERSION = 1
 State = Tuple[Any, List[Tuple[int, int]]]
@@ -52,8 +52,7 @@ class EmbeddingCache:
         self.encoder = encoder
         tag = hashlib.sha256(encoder.encode("utf-8")).hexdigest()[:16]
         self.root = Path(root) / f"embed-v{VERSION}" / tag
-        self.memo_size = memo_size
-        self._memo: "OrderedDict[str, State]" = OrderedDict()
+        self._memo: LRUMemo[str, State] = LRUMemo(memo_size)
         self.counts = {"memo": 0, "disk": 0, "saved": 0, "corrupt": 0}
 
     @staticmethod
@@ -65,50 +64,43 @@ class EmbeddingCache:
         key = self.text_key(text)
         return self.root / key[:2] / f"{key}.json"
 
-    def _remember(self, text: str, state: State) -> None:
-        if self.memo_size <= 0:
-            return
-        self._memo[text] = state
-        self._memo.move_to_end(text)
-        while len(self._memo) > self.memo_size:
-            self._memo.popitem(last=False)
-
     def load(self, text: str) -> Optional[State]:
-        """``(hidden T x dim, offsets)`` of ``text`` or ``None`` (absent, or corrupt: deleted)."""
-        import torch
-
-        if text in self._memo:
-            self._memo.move_to_end(text)
+        """``(hidden T x dim, offsets)`` of ``text`` or ``None`` (absent, or corrupt: deleted
+        by :func:`~parlai_docgraph.atomic.read_verified`, the package's one policy)."""
+        hit = self._memo.get(text)
+        if hit is not None:
             self.counts["memo"] += 1
-            return self._memo[text]
+            return hit
         path = self.path(text)
         if not path.is_file():
             return None
-        try:
-            entry = json.loads(path.read_text(encoding="utf-8"))
-            if entry["version"] != VERSION or entry["encoder"] != self.encoder:
-                raise ValueError("stale entry")
-            if entry["text_sha256"] != self.text_key(text):
-                raise ValueError("other text")
-            raw = base64.b64decode(entry["data"].encode("ascii"), validate=True)
-            if hashlib.sha256(raw).hexdigest() != entry["checksum"]:
-                raise ValueError("checksum mismatch")
-            rows, dim = (int(n) for n in entry["shape"])
-            offsets = [(int(a), int(b)) for a, b in entry["offsets"]]
-            if len(raw) != rows * dim * 4 or len(offsets) != rows:
-                raise ValueError("shape mismatch")
-            if raw:
-                hidden = torch.frombuffer(bytearray(raw), dtype=torch.float32).reshape(rows, dim)
-            else:
-                hidden = torch.zeros(rows, dim)
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError, AttributeError):
-            path.unlink(missing_ok=True)
+        state = read_verified(path, lambda body: self._decode(text, body))
+        if state is None:
             self.counts["corrupt"] += 1
             return None
         self.counts["disk"] += 1
-        state = (hidden.clone(), offsets)
-        self._remember(text, state)
-        return state
+        return self._memo.put(text, state)
+
+    def _decode(self, text: str, body: str) -> State:
+        """The state in an entry's JSON ``body``; ``ValueError`` when it fails a check."""
+        import torch
+
+        entry = json.loads(body)
+        if entry["version"] != VERSION or entry["encoder"] != self.encoder:
+            raise ValueError("stale entry")
+        if entry["text_sha256"] != self.text_key(text):
+            raise ValueError("other text")
+        raw = base64.b64decode(entry["data"].encode("ascii"), validate=True)
+        if hashlib.sha256(raw).hexdigest() != entry["checksum"]:
+            raise ValueError("checksum mismatch")
+        rows, dim = (int(n) for n in entry["shape"])
+        offsets = [(int(a), int(b)) for a, b in entry["offsets"]]
+        if len(raw) != rows * dim * 4 or len(offsets) != rows:
+            raise ValueError("shape mismatch")
+        if not raw:
+            return torch.zeros(rows, dim), offsets
+        hidden = torch.frombuffer(bytearray(raw), dtype=torch.float32).reshape(rows, dim)
+        return hidden.clone(), offsets
 
     def save(self, text: str, state: State) -> Path:
         """Write the entry of ``text`` atomically (and memoise it)."""
@@ -120,6 +112,6 @@ class EmbeddingCache:
             "checksum": hashlib.sha256(raw).hexdigest(),
             "data": base64.b64encode(raw).decode("ascii"),
         }
-        self._remember(text, (hidden, list(offsets)))
+        self._memo.put(text, (hidden, list(offsets)))
         self.counts["saved"] += 1
         return write_text_atomic(self.path(text), json.dumps(entry, separators=(",", ":")))

@@ -15,7 +15,8 @@ precomputing a dataset grows with its *distinct* sentences.
   ``graphs-v<N>`` folder of a :class:`~.cache.GraphStore` (the standard library's sqlite3:
   transactions make every write atomic, WAL mode lets several build processes read and
   write it at once). Values are JSON of the parse (no pickle); an unreadable row is a miss
-  and is parsed and written again.
+  and is parsed and written again (:func:`~parlai_docgraph.atomic.verified`, the policy
+  the graph store and the embedding cache share).
 - A sentence's parse depends only on its text (every backend parses sentences one by one),
   so a graph built through the cache equals the graph built without it (tested), and
   graph store keys and metadata do not change (:meth:`CachedParser.describe` and
@@ -30,6 +31,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
+from parlai_docgraph.atomic import verified
 from parlai_docgraph.graphs.parsers.base import Argument, Mention, ParsedSentence, Parser, Predicate, Relation
 
 #: bump when the JSON layout of a parse changes (part of the file name and of every key)
@@ -128,10 +130,11 @@ class ParseCache:
                 f"SELECT key, body FROM parses WHERE key IN ({','.join('?' * len(chunk))})",
                 chunk).fetchall()
             for key, body in rows:
-                try:
-                    found[key] = parse_from_dict(json.loads(body))
-                except (ValueError, KeyError, TypeError):
-                    continue  # damaged row: a miss, overwritten by put_many
+                # a damaged row is a miss (atomic.verified, the caches' one policy),
+                # overwritten by put_many
+                parsed = verified(body, lambda text: parse_from_dict(json.loads(text)))
+                if parsed is not None:
+                    found[key] = parsed
         return found
 
     def put_many(self, items: Dict[str, ParsedSentence]) -> None:

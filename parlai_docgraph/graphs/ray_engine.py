@@ -2,7 +2,7 @@
 Graph precomputation on a Ray cluster (``build_graphs --engine ray [--address ADDR]``).
 
 Ray (``pip install 'parlai-docgraph[ray]'``) schedules *tasks* that each build a chunk of
-pools with a :class:`~.spec.GraphSpec` (backends loaded once per Ray worker process and
+pools with a :class:`~.factory.GraphFactory` (backends loaded once per Ray worker process and
 reused by later tasks) and return the graphs; the driver writes them into the
 :class:`~.cache.GraphStore` as they arrive (atomic, content-hash keyed: the same bytes as a
 single-process build, and nothing depends on the workers sharing a file system). Resuming
@@ -12,7 +12,7 @@ Failures: an exception while building one pool is that pool's reported failure (
 deterministic: retrying would fail again); a task that fails as a whole (worker crash,
 node lost, out of memory, backend failing to load) is submitted again up to ``retries``
 times, then each of its pools is reported failed with the reason, never silently missing.
-With ``parse_cache`` in the spec's config each worker reads and fills the SQLite parse cache
+With ``parse_cache`` in the factory's state each worker reads and fills the SQLite parse cache
 at that path on its own machine (one cache per machine; one shared cache on a local cluster).
 """
 
@@ -24,37 +24,39 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 RAY_MISSING = ("build_graphs --engine ray needs Ray: pip install 'parlai-docgraph[ray]' "
                "(or pip install 'ray>=2.60'), or use the default --engine pool")
 Job = Tuple[str, Any]
-_SPECS: Dict[str, Any] = {}  # per Ray worker process: spec config -> loaded GraphSpec
+_FACTORIES: Dict[str, Any] = {}  # per Ray worker process: factory state -> loaded factory
 
 
-def _build_chunk(config: Dict[str, Any], chunk: Sequence[Job]) -> List[Tuple[str, Any, Optional[str]]]:
+def _build_chunk(
+    state: Dict[str, Any], chunk: Sequence[Job],
+) -> List[Tuple[str, Any, Optional[str]]]:
     """(Ray task) ``(key, graph, None)`` or ``(key, None, reason)`` per pool of ``chunk``."""
     import json
 
-    from parlai_docgraph.graphs.spec import GraphSpec
+    from parlai_docgraph.graphs.factory import GraphFactory
 
-    ident = json.dumps(config, sort_keys=True)
-    if ident not in _SPECS:
-        spec = GraphSpec(**config)
-        spec.backends()  # a backend that cannot load fails the task (retried, then reported)
-        _SPECS[ident] = spec
-    spec = _SPECS[ident]
+    ident = json.dumps(state, sort_keys=True)
+    if ident not in _FACTORIES:
+        # a backend that cannot load fails the task (retried, then reported)
+        _FACTORIES[ident] = GraphFactory.from_state(state).load()
+    factory = _FACTORIES[ident]
     out: List[Tuple[str, Any, Optional[str]]] = []
     for key, passages in chunk:
         try:
-            out.append((key, spec.build(passages), None))
+            out.append((key, factory.build(passages), None))
         except Exception as exc:  # reported per pool; the other pools go on
             out.append((key, None, f"{type(exc).__name__}: {exc}"))
     return out
 
 
 def build_with_ray(
-    jobs: Dict[str, Any], config: Dict[str, Any], save: Callable[[str, Any], Any],
+    jobs: Dict[str, Any], state: Dict[str, Any], save: Callable[[str, Any], Any],
     address: Optional[str] = None, num_cpus: Optional[int] = None, chunk_size: int = 4,
     retries: int = 2, progress: bool = True,
 ) -> Tuple[Dict[str, Optional[str]], int]:
     """
-    Build ``jobs`` (key -> passages) on Ray; ``save(key, graph)`` stores each graph as it
+    Build ``jobs`` (key -> passages) on Ray with the factory of ``state``
+    (:meth:`~.factory.GraphFactory.state`); ``save(key, graph)`` stores each graph as it
     arrives. ``address``: a running cluster (``127.0.0.1:6379``, ``auto``, ``ray://...``),
     else a local Ray started with ``num_cpus`` CPUs and shut down at the end. Returns
     ``(key -> None or failure reason, number of task retries)``.
@@ -86,14 +88,14 @@ def build_with_ray(
         task = ray.remote(num_cpus=1, max_retries=0)(_build_chunk)
         items = list(jobs.items())
         chunks = [items[i:i + chunk_size] for i in range(0, len(items), chunk_size)]
-        config_ref = ray.put(config)
+        state_ref = ray.put(state)
         width = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
         pending: Dict[Any, Tuple[List[Job], int]] = {}
         queue = [(c, 0) for c in chunks]
         while queue or pending:
             while queue and len(pending) < width:
                 chunk, attempt = queue.pop(0)
-                pending[task.remote(config_ref, chunk)] = (chunk, attempt)
+                pending[task.remote(state_ref, chunk)] = (chunk, attempt)
             [ref], _ = ray.wait(list(pending), num_returns=1)
             chunk, attempt = pending.pop(ref)
             try:

@@ -20,7 +20,8 @@ Li et al. (2.1) document semantic graph: passages, sentences and concepts.
   ``coref`` edges (each other part of a split cluster -> the part holding the canonical
   mention) when a cluster is not fully merged (``coref_merge`` other than ``"all"``).
 
-Ablations of Li Table 7 (see :data:`ABLATIONS`):
+Ablations of Li Table 7 (their switches by name:
+:attr:`~.config.GraphVariant.build_options`):
 
 - sentence graph (``sentence_graph=True``): passage and sentence nodes with their structure
   edges only; no parser, no coreference, no concepts.
@@ -43,12 +44,6 @@ from parlai_docgraph.graphs.schema import SCHEMA_VERSION, DocumentGraph, GraphBu
 
 Passages = Sequence[Tuple[str, Sequence[str]]]
 
-ABLATIONS: Dict[str, Dict[str, Any]] = {
-    "full": {},
-    "sentence": {"sentence_graph": True},
-    "coref": {"role_edges": False},
-    "homogeneous": {"homogeneous": True},
-}
 COREF_MERGE_MODES = ("all", "passage", "none")
 
 

@@ -37,6 +37,7 @@ from parlai.core.script import ParlaiScript, register_script
 from parlai.utils import logging
 
 from parlai_docgraph.agents.gsr.ablations import flat_variants as gsr_variants
+from parlai_docgraph.graphs.config import GraphVariant
 
 GRAPH_SELECTOR = "docgraph/graph_selector"
 GSR = "docgraph/gsr"
@@ -60,8 +61,7 @@ class VariantSpec:
 
 #: ablation rows by name; see :func:`register_variant`
 VARIANTS: Dict[str, VariantSpec] = {
-    name: VariantSpec(GRAPH_SELECTOR, {"graph_variant": name})
-    for name in ("full", "sentence", "coref", "homogeneous", "multilevel", "paths", "none")
+    name: VariantSpec(GRAPH_SELECTOR, {"graph_variant": name}) for name in GraphVariant.names()
 }
 # DialogGSR (Park et al. Table 5): run with ``-m docgraph/gsr`` so its options parse
 VARIANTS.update((name, VariantSpec(GSR, options)) for name, options in gsr_variants().items())

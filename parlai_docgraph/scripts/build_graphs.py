@@ -7,7 +7,7 @@ several datatypes comma-separated, default ``train,valid,test``; ``train`` is re
 the distinct knowledge pools (``knowledge_passages``) are collected, and every pool whose
 graph is not in the :class:`~parlai_docgraph.graphs.cache.GraphStore` is built and stored.
 Keys are the store's content hashes, so graphs built here are the ones
-``GraphStore.get_or_build`` (and the teachers) find.
+``GraphStore.get_or_build`` (the teachers, ``show_graph``, the graph selector) finds.
 
 - Resumable: entries are written atomically as they are built; a re-run (after a kill, or
   with more data) verifies stored entries and builds only what is missing. A corrupt or
@@ -29,10 +29,13 @@ Keys are the store's content hashes, so graphs built here are the ones
   store (:mod:`~parlai_docgraph.graphs.parse_cache`, ``<store root>/parses-v<N>.sqlite``),
   so the build costs the dataset's distinct sentences, not its turns; the same graphs as
   ``--parse-cache false``.
-- Graph options (:func:`~parlai_docgraph.graphs.spec.add_graph_args`): ``--graph-kind``,
-  ``--graph-parser dep|amr`` (``--amr-file``, ``--amr-model-dir``), ``--graph-coref
-  rule|coreferee|none``, ``--graph-ablation``; teachers given the same options with
-  ``--attach-graphs store`` find exactly the graphs built here.
+- Graph options (the one group of :meth:`~parlai_docgraph.graphs.config.GraphConfig.add_args`):
+  ``--graph-variant`` (``full|sentence|coref|homogeneous|multilevel|paths``; ``paths``
+  builds the ``full`` graph), ``--graph-parser dep|amr`` (``--amr-file``,
+  ``--amr-model-dir``), ``--graph-coref rule|coreferee|none``, ``--multilevel-ablation``;
+  graphs are built and keyed by :class:`~parlai_docgraph.graphs.factory.GraphFactory`, so
+  teachers (``--attach-graphs store``) and the graph selector given the same options find
+  exactly the graphs built here.
 
 Examples::
 
@@ -53,10 +56,11 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
-from parlai_docgraph.graphs.spec import GRAPH_KINDS, GraphSpec, add_graph_args, load_verified
+from parlai_docgraph.graphs.config import GraphConfig
+from parlai_docgraph.graphs.factory import GraphFactory
 
 DEFAULT_DATATYPES = "train,valid,test"
-__all__ = ["GRAPH_KINDS", "GraphSpec", "add_graph_args", "load_verified", "BuildGraphs"]
+__all__ = ["BuildGraphs", "build_store", "store_root"]
 
 
 def store_root(datapath: str) -> Path:
@@ -137,14 +141,13 @@ def iterate_examples(opt: Dict[str, Any], datatype: str) -> Iterator[Tuple[int, 
 _WORKER: Dict[str, Any] = {}
 
 
-def _init_worker(config: Dict[str, Any], root: str) -> None:
+def _init_worker(state: Dict[str, Any], root: str) -> None:
     # Never raise here: a Pool whose initializer fails respawns workers forever.
     try:
         from parlai_docgraph.graphs.cache import GraphStore
 
-        spec = GraphSpec(**config)
-        spec.backends()  # load spaCy once per worker
-        _WORKER.update(spec=spec, store=GraphStore(root))
+        factory = GraphFactory.from_state(state).load()  # load spaCy once per worker
+        _WORKER.update(factory=factory, store=GraphStore(root))
     except Exception as exc:
         _WORKER["error"] = f"worker start failed: {type(exc).__name__}: {exc}"
 
@@ -155,7 +158,7 @@ def _build_one(job: Tuple[str, Any]) -> Tuple[str, Optional[str]]:
     if "error" in _WORKER:
         return key, _WORKER["error"]
     try:
-        graph = _WORKER["spec"].build(passages)
+        graph = _WORKER["factory"].build(passages)
         _WORKER["store"].save(key, graph)
         return key, None
     except Exception as exc:  # reported per pool, the run goes on
@@ -172,7 +175,8 @@ def _start_method() -> str:
 
 
 def build_store(
-    jobs: Dict[str, Any], spec: GraphSpec, root: Path, workers: int = 1, progress: bool = True,
+    jobs: Dict[str, Any], factory: GraphFactory, root: Path, workers: int = 1,
+    progress: bool = True,
     engine: str = "pool", address: Optional[str] = None, report: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Optional[str]]:
     """
@@ -192,7 +196,7 @@ def build_store(
         from parlai_docgraph.graphs.ray_engine import build_with_ray
 
         results, retried = build_with_ray(
-            jobs, spec.config, GraphStore(root).save, address=address,
+            jobs, factory.state(), GraphStore(root).save, address=address,
             num_cpus=None if address else workers, progress=progress)
         if report is not None:
             report["retried"] = retried
@@ -204,14 +208,14 @@ def build_store(
         if workers <= 1:
             from parlai_docgraph.graphs.cache import GraphStore
 
-            _WORKER.update(spec=spec, store=GraphStore(root))  # backends already loaded
+            _WORKER.update(factory=factory, store=GraphStore(root))  # backends already loaded
             for job in jobs.items():
                 key, error = _build_one(job)
                 results[key] = error
                 bar.update(1)
         else:
             ctx = multiprocessing.get_context(_start_method())
-            with ctx.Pool(workers, _init_worker, (spec.config, str(root))) as pool:
+            with ctx.Pool(workers, _init_worker, (factory.state(), str(root))) as pool:
                 for key, error in pool.imap_unordered(_build_one, jobs.items(), chunksize=1):
                     results[key] = error
                     bar.update(1)
@@ -231,7 +235,7 @@ class BuildGraphs(ParlaiScript):
     def setup_args(cls) -> ParlaiParser:
         parser = ParlaiParser(True, False, description=cls.__doc__.strip())
         parser.set_defaults(datatype=DEFAULT_DATATYPES)
-        add_graph_args(parser)
+        GraphConfig.add_args(parser)
         group = parser.add_argument_group("build_graphs")
         group.add_argument("--workers", type=int, default=1,
                            help="build processes (each loads its own spaCy pipeline); with "
@@ -284,13 +288,14 @@ class BuildGraphs(ParlaiScript):
             print("\n".join(lines))
             return report
 
-        spec = GraphSpec.from_opt(opt)
+        config = GraphConfig.from_opt(opt)
         parses = None
-        if opt.get("parse_cache", True) and spec.kind == "semantic":
+        if opt.get("parse_cache", True) and config.builder == "semantic":
             from parlai_docgraph.graphs.parse_cache import ParseCache
 
-            spec = GraphSpec(**{**spec.config, "parse_cache": str(root)})
             parses = ParseCache.for_store(root)
+        factory = GraphFactory(config, parse_cache=str(root) if parses is not None else None)
+        if parses is not None:
             report["parses_before"] = len(parses)
         jobs: Dict[str, Any] = {}
         first_seen: Dict[str, str] = {}
@@ -303,7 +308,7 @@ class BuildGraphs(ParlaiScript):
             seen_pools.add(ident)
             report["pools"] += 1
             try:
-                key = spec.key(passages)
+                key = factory.key(passages)
             except ValueError as exc:
                 failures.setdefault(f"ValueError: {exc}", []).append(where)
                 continue
@@ -314,7 +319,7 @@ class BuildGraphs(ParlaiScript):
                 continue
             report["in_shard"] += 1
             existed = key in store
-            if existed and load_verified(store, key) is not None:
+            if existed and store.load(key) is not None:
                 report["cached"] += 1
                 continue
             report["rebuilt"] += int(existed)
@@ -326,7 +331,7 @@ class BuildGraphs(ParlaiScript):
                 "build_graphs needs a document-grounded task (e.g. docgraph:sample, docgraph:wow)"
             )
         start = time.perf_counter()
-        results = build_store(jobs, spec, root, max(1, int(opt.get("workers") or 1)),
+        results = build_store(jobs, factory, root, max(1, int(opt.get("workers") or 1)),
                               bool(opt.get("progress", True)), opt.get("engine") or "pool",
                               opt.get("address"), report)
         report["build_s"] = round(time.perf_counter() - start, 3)
@@ -342,7 +347,7 @@ class BuildGraphs(ParlaiScript):
         report["failures"] = failures
         if report["built"]:
             report["docs_per_s"] = round(report["built"] / max(report["build_s"], 1e-9), 2)
-        lines += self._summary(opt, spec, shard, report)
+        lines += self._summary(opt, factory, shard, report)
         print("\n".join(lines))
         return report
 
@@ -372,13 +377,13 @@ class BuildGraphs(ParlaiScript):
 
     @staticmethod
     def _summary(
-        opt: Dict[str, Any], spec: GraphSpec, shard: Optional[Tuple[int, int]],
+        opt: Dict[str, Any], factory: GraphFactory, shard: Optional[Tuple[int, int]],
         report: Dict[str, Any],
     ) -> List[str]:
         part = f", shard {shard[0]}/{shard[1]}: {report['in_shard']}" if shard else ""
         lines = [
             f"build_graphs {opt.get('corpus') or opt['task']} "
-            f"[{'corpus' if opt.get('corpus') else opt.get('datatype')}]: {spec.describe()}",
+            f"[{'corpus' if opt.get('corpus') else opt.get('datatype')}]: {factory.describe()}",
             f"examples: {report['examples']} ({report['without_pools']} without "
             f"knowledge_passages); distinct knowledge pools: {report['pools']}{part}",
             f"built: {report['built']} (replacing {report['rebuilt']} corrupt/stale entries), "

@@ -23,8 +23,10 @@ from typing import Any, Dict, List, Optional, Tuple
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
-from parlai_docgraph.scripts.build_graphs import GraphSpec, add_graph_args, iterate_examples, load_verified, \
-    parse_datatypes, store_root
+from parlai_docgraph.graphs.config import GraphConfig
+from parlai_docgraph.graphs.factory import GraphFactory
+
+from parlai_docgraph.scripts.build_graphs import iterate_examples, parse_datatypes, store_root
 
 MODEL_FILE_UNSUPPORTED = (
     "show_graph: --model-file is not supported yet (highlighting a trained selector's chosen "
@@ -61,18 +63,12 @@ def gold_nodes(graph: Any, sentence: Optional[int]) -> List[int]:
     return sids[:1] + sorted(attached)
 
 
-def graph_of(passages: Any, spec: GraphSpec, datapath: str) -> Tuple[Any, bool]:
+def graph_of(passages: Any, factory: GraphFactory, datapath: str) -> Tuple[Any, bool]:
     """``(graph, from_store)``: the stored graph of ``passages``, built and stored if missing."""
     from parlai_docgraph.graphs.cache import GraphStore
 
-    store = GraphStore(store_root(datapath))
-    key = spec.key(passages)
-    graph = load_verified(store, key)
-    if graph is not None:
-        return graph, True
-    graph = spec.build(passages)
-    store.save(key, graph)
-    return graph, False
+    found = GraphStore(store_root(datapath)).get_or_build(passages, factory)
+    return found.graph, not found.built
 
 
 @register_script("show_graph", hidden=False)
@@ -86,7 +82,7 @@ class ShowGraph(ParlaiScript):
     def setup_args(cls) -> ParlaiParser:
         parser = ParlaiParser(True, False, description=cls.__doc__.strip())
         parser.set_defaults(datatype="valid")
-        add_graph_args(parser)
+        GraphConfig.add_args(parser)
         group = parser.add_argument_group("show_graph")
         group.add_argument("-n", "--example", type=int, default=0,
                            help="0-based index of the example in the datatype (default 0)")
@@ -112,8 +108,8 @@ class ShowGraph(ParlaiScript):
                 f"example {number} of {opt['task']} {datatype} has no knowledge_passages: "
                 "show_graph needs a document-grounded task (e.g. docgraph:sample)"
             )
-        spec = GraphSpec.from_opt(opt)
-        graph, cached = graph_of(passages, spec, opt["datapath"])
+        config = GraphConfig.from_opt(opt)
+        graph, cached = graph_of(passages, GraphFactory(config), opt["datapath"])
         index = msg.get("checked_sentence_index")
         gold = gold_nodes(graph, index)
         sentences = [s for _, sents in passages for s in sents]
@@ -121,7 +117,8 @@ class ShowGraph(ParlaiScript):
             caption = f"gold sentence {index}: {sentences[index]}"
         else:
             caption = "no gold sentence (no knowledge used)"
-        title = f"{opt['task']} {datatype.split(':')[0]} example {number}: {spec.kind} graph"
+        title = (f"{opt['task']} {datatype.split(':')[0]} example {number}: "
+                 f"{config.builder} graph ({config.describe()})")
         out = write_html(graph, opt["out"], title=title, gold=gold, caption=caption)
         print(
             f"wrote {Path(out).resolve()}: {len(graph.nodes)} nodes, {len(graph.edges)} edges "

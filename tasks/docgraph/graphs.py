@@ -9,10 +9,16 @@ With ``store`` (or ``build``) every message that has ``knowledge_passages`` also
 - ``knowledge_graph_key``: its key in the graph store under
   ``<datapath>/docgraph_cache/graphs``.
 
-Keys come from :class:`~parlai_docgraph.graphs.spec.GraphSpec` with the same graph options
-(``--graph-kind``, ``--graph-parser``, ``--graph-coref``, ``--amr-file``, ``--amr-model-dir``,
-``--graph-ablation``) as ``parlai-docgraph build_graphs``, so the graphs it stored are the
-ones found here (and the ones the graph selector's ``GraphProvider`` reads). ``store`` raises
+Graphs are looked up with :meth:`~parlai_docgraph.graphs.cache.GraphStore.get_or_build` and
+the :class:`~parlai_docgraph.graphs.factory.GraphFactory` of the one graph argument group
+(``--graph-variant``, ``--graph-parser``, ``--graph-coref``, ``--amr-file``,
+``--amr-model-dir``, ``--multilevel-ablation``), exactly as ``parlai-docgraph build_graphs``
+and the graph selector do, so the graphs it stored are the ones found here. In one
+``parlai train_model`` / ``eval_model`` command the teacher and the graph selector read the
+same options: the selector takes the attached graph for the pool (no store read, no build)
+when the attached key is its own key for that pool, and ignores it otherwise (a model
+trained with another ``--graph-variant``). The attachment also serves display (``parlai
+display_data ... --display-add-fields knowledge_graph_key``) and agents of your own. ``store`` raises
 :class:`MissingGraphError` naming the ``build_graphs`` command to run when a pool's graph is
 absent (or corrupt, then deleted); ``build`` builds it and saves it to the store. Graphs are
 attached when an example is sent (not when the data is loaded), and the last
@@ -23,14 +29,15 @@ do not modify it.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any, Dict, Optional, Tuple
 
 from parlai.core.message import Message
 from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 
-from parlai_docgraph.graphs.spec import GraphSpec, add_graph_args, load_verified
+from parlai_docgraph.graphs.config import GraphConfig
+from parlai_docgraph.graphs.factory import GraphFactory
+from parlai_docgraph.memo import LRUMemo
 
 ATTACH_MODES = ("none", "store", "build")
 
@@ -42,22 +49,21 @@ class MissingGraphError(LookupError):
 class GraphAttacher:
     """
     Looks up (``store``) or builds and stores (``build``) the graph of knowledge pools, with
-    an LRU memo of ``memo_size`` graph dicts by store key.
+    an :class:`~parlai_docgraph.memo.LRUMemo` of ``memo_size`` graph dicts by store key.
     """
 
     def __init__(
-        self, mode: str, spec: GraphSpec, datapath: str, task: str = "", datatype: str = "",
+        self, mode: str, factory: GraphFactory, datapath: str, task: str = "", datatype: str = "",
         memo_size: int = 64,
     ) -> None:
         from parlai_docgraph.graphs.cache import GraphStore, default_store_root
 
         if mode not in ("store", "build"):
             raise ValueError(f"--attach-graphs {mode!r}: choose one of {ATTACH_MODES}")
-        self.mode, self.spec = mode, spec
+        self.mode, self.factory = mode, factory
         self.datapath, self.task, self.datatype = datapath, task, datatype
         self.store = GraphStore(default_store_root(datapath))
-        self.memo_size = max(1, int(memo_size))
-        self._memo: "OrderedDict[str, Dict[str, Any]]" = OrderedDict()
+        self._memo: LRUMemo[str, Dict[str, Any]] = LRUMemo(max(1, int(memo_size)))
         self.counts = {"memo": 0, "store": 0, "built": 0}
 
     def build_command(self) -> str:
@@ -65,36 +71,27 @@ class GraphAttacher:
         parts = ["parlai-docgraph", "build_graphs", "-t", self.task or "<task>"]
         if self.datatype:
             parts += ["-dt", self.datatype.split(":")[0]]
-        parts += ["--datapath", self.datapath] + self.spec.command_args()
+        parts += ["--datapath", self.datapath] + self.factory.config.command_args()
         return " ".join(parts)
 
     def graph(self, passages: Any) -> Tuple[str, Dict[str, Any]]:
         """``(key, graph dict)`` of one knowledge pool (memo, then store, then build)."""
-        key = self.spec.key(passages)
+        key = self.factory.key(passages)
         hit = self._memo.get(key)
         if hit is not None:
-            self._memo.move_to_end(key)
             self.counts["memo"] += 1
             return key, hit
-        graph = load_verified(self.store, key)
-        if graph is not None:
-            self.counts["store"] += 1
-        elif self.mode == "store":
+        found = self.store.get_or_build(passages, self.factory, build=self.mode == "build",
+                                        key=key)
+        if found.graph is None:
             raise MissingGraphError(
                 f"--attach-graphs store: no graph for this knowledge pool (key {key}) in "
-                f"{self.store.root} ({self.spec.describe()}). Build the task's graphs first:\n"
-                f"  {self.build_command()}\n"
+                f"{self.store.root} ({self.factory.describe()}). Build the task's graphs "
+                f"first:\n  {self.build_command()}\n"
                 "or use --attach-graphs build to build missing graphs on the fly"
             )
-        else:
-            graph = self.spec.build(passages)
-            self.store.save(key, graph)
-            self.counts["built"] += 1
-        item = graph.to_dict()
-        self._memo[key] = item
-        while len(self._memo) > self.memo_size:
-            self._memo.popitem(last=False)
-        return key, item
+        self.counts["built" if found.built else "store"] += 1
+        return key, self._memo.put(key, found.graph.to_dict())
 
     def attach(self, message: Message) -> Message:
         """A copy of ``message`` with ``knowledge_graph`` and ``knowledge_graph_key`` added
@@ -133,7 +130,7 @@ class GraphAttachMixin:
             "--attach-graphs-memo", type=int, default=64,
             help="graphs of this many recent knowledge pools kept in memory by the teacher",
         )
-        add_graph_args(parser, "docgraph graphs (used by --attach-graphs)")
+        GraphConfig.add_args(parser, "docgraph graphs (used by --attach-graphs)")
         return parser
 
     def __init__(self, opt: Opt, shared: Optional[Dict[str, Any]] = None) -> None:
@@ -145,7 +142,7 @@ class GraphAttachMixin:
             self.graph_attacher = shared["graph_attacher"]
         elif mode != "none":
             self.graph_attacher = GraphAttacher(
-                mode, GraphSpec.from_opt(opt), opt["datapath"], opt.get("task", ""),
+                mode, GraphFactory(GraphConfig.from_opt(opt)), opt["datapath"], opt.get("task", ""),
                 opt.get("datatype", ""), opt.get("attach_graphs_memo") or 64,
             )
         super().__init__(opt, shared)

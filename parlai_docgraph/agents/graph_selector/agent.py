@@ -55,14 +55,10 @@ from parlai.core.torch_ranker_agent import TorchRankerAgent
 
 from parlai_docgraph.graphs.cache import default_store_root
 from parlai_docgraph.graphs.embed import encoder_limit
-from parlai_docgraph.graphs.spec import add_backend_args
+from parlai_docgraph.graphs.config import GraphConfig, GraphVariant
 from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
 from parlai_docgraph.agents.graph_selector.background import BACKGROUNDS, EpisodeBackground
-from parlai_docgraph.agents.graph_selector.batch import (
-    MULTILEVEL_ABLATIONS, TEXT_ONLY_VARIANTS, VARIANT_BUILD_OPTIONS, GraphProvider,
-    check_variant, multilevel_build_options,
-    collate_examples, message_passages, shuffled_order,
-)
+from parlai_docgraph.agents.graph_selector.batch import GraphProvider, collate_examples, message_passages, shuffled_order
 from parlai_docgraph.agents.graph_selector.evaluation import concept_metrics, ranking_replies, top_concepts
 from parlai_docgraph.agents.graph_selector.encoder import (  # noqa: F401  (public names of this module)
     MINILM, GraphSelectorDictionaryAgent, add_pooling_arg, load_encoder, resolve_encoder,
@@ -87,16 +83,10 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
     ) -> ParlaiParser:
         super().add_cmdline_args(parser, partial_opt)
+        # --graph-variant (the selector's variant and its graph), --multilevel-ablation and
+        # the graph backends: the one graph argument group, shared with teachers and scripts
+        GraphConfig.add_args(parser)
         group = parser.add_argument_group("docgraph graph selector (Li et al. 2022)")
-        group.add_argument(
-            "--graph-variant", type=str, default="full",
-            choices=list(VARIANT_BUILD_OPTIONS),
-            help="full: semantic graph (concepts, role edges, coreference); sentence: passage "
-            "and sentence nodes only; coref: no role edges; homogeneous: one node and edge "
-            "type (Li Table 7); multilevel: Zhang & Tan's topic/segment/word graph with GAT + "
-            "residual and the word-node task; paths: Li's Graph Paths baseline (BFS paths "
-            "of the semantic graph linearized after each candidate, cross-encoder); none: no "
-            "graph, the cross-encoder ranking baseline on the same encoder")
         group.add_argument(
             "--background", type=str, default="message", choices=list(BACKGROUNDS),
             help="passages an example's graph is built from: message: its own knowledge "
@@ -109,12 +99,6 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                            help="multilevel: alpha of Zhang & Tan Eq. 9, L = alpha L_know + "
                            "(1 - alpha) L_word, in (0, 1]: 0.5 = the full model (paper), "
                            "1 = the Table 2 '+ Graph' row (no word-node task)")
-        group.add_argument("--multilevel-ablation", type=str, default="none",
-                           choices=list(MULTILEVEL_ABLATIONS),
-                           help="multilevel: Zhang & Tan Table 3 graph ablation: none (the "
-                           "full graph), no_topic_nodes ('w/o topic nodes'), no_word_nodes "
-                           "('w/o word nodes': segments only, so the word-node loss has no "
-                           "targets and L = alpha L_know)")
         add_input_format_args(group)
         group.add_argument("--gat-hidden", type=int, default=128,
                            help="multilevel: GAT hidden size per head (paper: 128)")
@@ -185,7 +169,6 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             "Li et al.'s and Zhang & Tan's models exactly (their recipes set it)")
         add_learning_rate_args(group)
         add_prior_args(group)
-        add_backend_args(parser)  # --graph-parser, --graph-coref: declared once, in graphs.spec
         group.add_argument("--shuffle-candidates", type="bool", default=True,
                            help="shuffle candidate order in training so order never leaks "
                            "the label (ParlAI#1570)")
@@ -214,7 +197,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         return GraphSelectorDictionaryAgent
 
     def __init__(self, opt: Opt, shared=None) -> None:
-        check_variant(opt.get("graph_variant", "full"))
+        GraphConfig.from_opt(opt)  # ValueError naming a bad graph option, before any work
         for key in ("candidates", "eval_candidates"):
             if opt.get(key, "inline") != "inline":
                 raise ValueError(
@@ -241,8 +224,9 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         encoder, self.tokenizer = load_encoder(opt["encoder_model"])
         add_format_tokens(encoder, self.tokenizer, opt.get("input_format", "li"))
         node_encoder = None
-        variant = opt["graph_variant"]
-        if variant not in TEXT_ONLY_VARIANTS:
+        config = GraphConfig.from_opt(opt)
+        variant = config.variant
+        if not variant.text_only:
             # frozen node features (Li 2.1): a separate, untrained copy, not saved with the
             # model (rebuilt from --encoder-model), on the model's device
             node_encoder, _ = load_encoder(opt["encoder_model"])
@@ -256,15 +240,11 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         embed_cache = None
         if node_encoder is not None and opt.get("embed_cache", False):
             embed_cache = str(default_store_root(opt["datapath"]).parent / "embeddings")
-        self.graphs = GraphProvider(variant, node_encoder, self.tokenizer, store,
-                                    parser=opt.get("graph_parser", "dep"),
-                                    coref=opt.get("graph_coref", "rule"),
+        self.graphs = GraphProvider(config, node_encoder, self.tokenizer, store,
                                     memo_size=opt.get("graph_memo_size", 256),
-                                    embed_cache=embed_cache, pooling=pooling,
-                                    build_options=multilevel_build_options(
-                                        variant, opt.get("multilevel_ablation", "none")))
+                                    embed_cache=embed_cache, pooling=pooling)
         dim = encoder.config.hidden_size
-        if variant == "multilevel":
+        if variant is GraphVariant.MULTILEVEL:
             model = MultiLevelSelector(
                 dim, hidden=opt["gat_hidden"], heads=opt["gat_heads"],
                 num_layers=opt["gat_layers"], dropout=opt["selector_dropout"],
@@ -274,7 +254,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             model = DialogAwareSelector(
                 dim, dim, hidden=opt["selector_hidden"], num_layers=opt["selector_layers"],
                 type_dim=opt["type_dim"], heads=opt["selector_heads"],
-                variant="none" if variant == "paths" else variant,
+                variant=(GraphVariant.NONE if variant is GraphVariant.PATHS else variant).value,
                 num_negatives=opt["num_negatives"],
                 concept_loss_weight=opt["concept_loss_weight"],
                 share_layers=opt["share_layers"], dropout=opt["selector_dropout"],
@@ -287,7 +267,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
     def _uses_relevance(self) -> bool:
         """``--node-relevance`` for a variant with node features (not ``paths``/``none``)."""
         return (bool(self.opt.get("node_relevance", True))
-                and self.opt["graph_variant"] not in TEXT_ONLY_VARIANTS)
+                and not GraphVariant(self.opt["graph_variant"]).text_only)
 
     def _build_prior(self, encoder, node_encoder) -> Optional[SimilarityPrior]:
         """``--similarity-prior`` over the shared (fine-tuned) or a frozen encoder."""
@@ -336,7 +316,11 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         if (self.graphs.uses_graph and not obs.is_padding() and "text" in obs
                 and obs.get("label_candidates")):
             before = self.background.pool
-            obs["background_passages"] = self.background.observe(message_passages(obs))
+            pool = message_passages(obs)
+            # a graph the teacher attached (--attach-graphs) stands for this pool's when its
+            # key is the provider's own (same graph options): no store read, no build
+            self.graphs.offer(pool, obs.get("knowledge_graph_key"), obs.get("knowledge_graph"))
+            obs["background_passages"] = self.background.observe(pool)
             grew = before is not None and self.background.previous == before
             obs["background_base"] = before if grew else None
         return obs
@@ -446,7 +430,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             relevance=batch.get("graph_relevance"),
             **({"node_passage": batch.get("graph_node_passage"),
                 "no_passage_index": batch.get("no_passage_index")}
-               if self.opt["graph_variant"] == "multilevel" else {}),
+               if self.opt["graph_variant"] == GraphVariant.MULTILEVEL else {}),
         )
         return self._add_prior(batch, out)
 
@@ -488,7 +472,8 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         self.record_local_metric(
             "loss", AverageMetric.many([combine(v, loss_n) for v in per_example]))
         if self.selector.use_concepts:
-            name = "word_loss" if self.opt["graph_variant"] == "multilevel" else "concept_loss"
+            multilevel = self.opt["graph_variant"] == GraphVariant.MULTILEVEL
+            name = "word_loss" if multilevel else "concept_loss"
             self.record_local_metric(name, AverageMetric.many([loss_n] * batch.batchsize))
 
     def train_step(self, batch):

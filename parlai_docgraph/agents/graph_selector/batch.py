@@ -12,62 +12,23 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 from torch import Tensor
 
 from parlai_docgraph.graphs.concept_label import concept_label
+from parlai_docgraph.graphs.config import GraphConfig, GraphVariant
+from parlai_docgraph.graphs.factory import GraphFactory
 from parlai_docgraph.graphs.schema import NODE_TYPE_ID, DocumentGraph
+from parlai_docgraph.memo import LRUMemo
 from parlai_docgraph.models.selector.relevance import node_relevance
 from parlai_docgraph.models.selector.dialog_aware import concept_labels
 from parlai_docgraph.agents.graph_selector.inputs import encode_candidates
 from parlai_docgraph.agents.graph_selector.messages import (  # noqa: F401  (re-exported: the agent's message helpers)
     KNOWLEDGE_SEPARATOR, NO_PASSAGE, Passages, candidate_sentences, message_passages,
 )
-
-#: ``--graph-variant`` -> options of ``graphs.semantic.build_document_graph`` (None: no graph;
-#: ``builder`` picks ``graphs.multilevel.build_multilevel_graph``).
-VARIANT_BUILD_OPTIONS: Dict[str, Optional[Dict[str, Any]]] = {
-    "full": {},
-    "sentence": {"sentence_graph": True},
-    "coref": {"role_edges": False},
-    "homogeneous": {"homogeneous": True},
-    "multilevel": {"builder": "multilevel"},
-    "paths": {},
-    "none": None,
-}
-#: Variants whose model reads no node features (``paths`` reads the graph as text).
-TEXT_ONLY_VARIANTS = ("paths", "none")
-#: ``--multilevel-ablation`` (Zhang & Tan Table 3) -> options of ``build_multilevel_graph``.
-MULTILEVEL_ABLATIONS: Dict[str, Dict[str, Any]] = {
-    "none": {},
-    "no_topic_nodes": {"topic_nodes": False},
-    "no_word_nodes": {"word_nodes": False},
-}
-
-
-def check_variant(variant: str) -> None:
-    """``ValueError`` naming the choices when ``variant`` is not a known graph variant."""
-    if variant not in VARIANT_BUILD_OPTIONS:
-        raise ValueError(f"unknown --graph-variant {variant!r}; choose from "
-                         f"{', '.join(VARIANT_BUILD_OPTIONS)}")
-
-
-def multilevel_build_options(variant: str, ablation: str = "none") -> Dict[str, Any]:
-    """Graph-builder switches of ``--multilevel-ablation`` (``ValueError`` when it is set
-    for another variant, where it would be silently ignored)."""
-    ablation = ablation or "none"
-    if ablation not in MULTILEVEL_ABLATIONS:
-        raise ValueError(f"unknown --multilevel-ablation {ablation!r}; choose from "
-                         f"{', '.join(MULTILEVEL_ABLATIONS)}")
-    if ablation != "none" and variant != "multilevel":
-        raise ValueError(f"--multilevel-ablation {ablation} applies to --graph-variant "
-                         f"multilevel only (got {variant!r})")
-    return dict(MULTILEVEL_ABLATIONS[ablation])
-
 
 @dataclass
 class ExampleGraph:
@@ -105,38 +66,39 @@ class GraphProvider:
     """
     Graphs and frozen node features per knowledge pool, built once and memoised.
 
-    Graphs come from a :class:`~parlai_docgraph.graphs.cache.GraphStore` (``store_root``;
-    built and stored when missing) or are built in process (``store_root=None``); a pool
-    that extends a memoised one (``base``, ``--background per_turn``) is built with
-    ``extend_document_graph``. Node features are :func:`~parlai_docgraph.graphs.embed.embed_graph`
-    vectors from the frozen ``node_encoder`` (none for ``paths``), sentence and passage nodes
-    pooled by ``pooling`` (``cls`` or ``mean``). Both are kept in an in-process LRU memo of
-    ``memo_size`` pools. ``build_options`` are added to the variant's builder options
-    (``--multilevel-ablation``: :func:`multilevel_build_options`).
+    Graphs come from ``factory`` (a :class:`~parlai_docgraph.graphs.factory.GraphFactory` of
+    ``config``) through :meth:`~parlai_docgraph.graphs.cache.GraphStore.get_or_build` of the
+    store at ``store_root`` (the keys ``parlai-docgraph build_graphs`` writes: graphs it
+    precomputed are loaded, never built again), or are built in process
+    (``store_root=None``); a pool that extends a memoised one (``base``, ``--background
+    per_turn``) is made by ``factory.extend``. Node features are
+    :func:`~parlai_docgraph.graphs.embed.embed_graph` vectors from the frozen
+    ``node_encoder`` (none for the text-only variants), sentence and passage nodes pooled by
+    ``pooling`` (``cls`` or ``mean``). Both are kept in an in-process
+    :class:`~parlai_docgraph.memo.LRUMemo` of ``memo_size`` pools. A graph a teacher attached
+    (``--attach-graphs``: :meth:`offer`) is used instead of a store read or a build when its
+    key is this provider's own key for the pool.
     """
 
     def __init__(
-        self, variant: str, node_encoder: Any, tokenizer: Any, store_root: Optional[str] = None,
-        parser: str = "dep", coref: str = "rule", memo_size: int = 256,
-        embed_cache: Optional[str] = None, build_options: Optional[Dict[str, Any]] = None,
-        pooling: str = "cls",
+        self, config: GraphConfig, node_encoder: Any, tokenizer: Any,
+        store_root: Optional[str] = None, memo_size: int = 256,
+        embed_cache: Optional[str] = None, pooling: str = "cls",
     ) -> None:
-        check_variant(variant)
+        self.config = config
+        self.variant = config.variant.value
         self.pooling = pooling
-        self.variant = variant
-        options = VARIANT_BUILD_OPTIONS[variant]
-        self.builder = "semantic" if options is None else options.get("builder", "semantic")
-        self.options = None if options is None else {
-            **{k: v for k, v in options.items() if k != "builder"}, **(build_options or {})}
         self.node_encoder, self.tokenizer = node_encoder, tokenizer
-        self.parser_name, self.coref_name = parser, coref
-        self._parser = self._coref = None
+        self.factory: Optional[GraphFactory] = None
         self.store = None
-        if store_root and self.options is not None:
-            from parlai_docgraph.graphs.cache import GraphStore
+        if config.uses_graph:
+            # the dep parser's sentence memo: re-building a stored graph to extend it
+            # (per_turn) parses only the new sentences
+            self.factory = GraphFactory(config, parse_memo=20000)
+            if store_root:
+                from parlai_docgraph.graphs.cache import GraphStore
 
-            self.store = GraphStore(store_root)
-        self.memo_size = memo_size
+                self.store = GraphStore(store_root)
         self.embed_cache = None  # folder -> EmbeddingCache on first use (needs the encoder)
         if embed_cache is not None and node_encoder is not None:
             from parlai_docgraph.graphs.embed import encoder_limit
@@ -145,53 +107,55 @@ class GraphProvider:
             limit = encoder_limit(node_encoder, tokenizer, None)
             self.embed_cache = EmbeddingCache(
                 embed_cache, describe_encoder(node_encoder, tokenizer, limit))
-        self._memo: "OrderedDict[str, ExampleGraph]" = OrderedDict()
-        self.extended = 0  # graphs made by extend_document_graph (per_turn background)
+        self._memo: LRUMemo[str, ExampleGraph] = LRUMemo(memo_size)
+        self._offered: LRUMemo[str, DocumentGraph] = LRUMemo(memo_size)
+        self.extended = 0  # graphs made by extending a memoised pool's (per_turn background)
+        self.attached = 0  # graphs taken from teachers' messages (offer)
 
     @property
     def uses_graph(self) -> bool:
-        return self.options is not None
+        return self.factory is not None
 
-    def _backends(self) -> Tuple[Any, Any]:
-        if self._parser is None and not self.options.get("sentence_graph"):
-            from parlai_docgraph.graphs.coref import get_coref
-            from parlai_docgraph.graphs.parsers import get_parser
-
-            kwargs = {"memo_size": 20000} if self.parser_name == "dep" else {}
-            self._parser = get_parser(self.parser_name, **kwargs)
-            self._coref = get_coref(self.coref_name)
-        return self._parser, self._coref
+    def offer(self, passages: Passages, key: Optional[str], graph: Any) -> bool:
+        """
+        A graph a teacher attached to a message (``knowledge_graph_key``,
+        ``knowledge_graph``: ``DocumentGraph.to_dict()``) for the pool ``passages``: kept for
+        :meth:`build` when ``key`` is this provider's own key for the pool (the teacher read
+        the same graph options), ignored otherwise. Returns whether it was kept.
+        """
+        if self.factory is None or key is None or graph is None:
+            return False
+        pool = _pool_key(passages)
+        if pool in self._memo or pool in self._offered:
+            return True
+        if key != self.factory.key(passages):
+            return False
+        self._offered.put(pool, DocumentGraph.from_dict(graph))
+        return True
 
     def build(self, passages: Passages, base: Optional[Passages] = None) -> DocumentGraph:
-        """The document graph of ``passages`` for this variant (extended, stored, or built)."""
-        if self.builder == "multilevel":
-            from parlai_docgraph.graphs.multilevel import build_multilevel_graph
-
-            if self.store is not None:
-                return self.store.get_or_build(passages, "multilevel", **self.options)
-            return build_multilevel_graph(passages, **self.options)
-        from parlai_docgraph.graphs.semantic import build_document_graph, extend_document_graph
-
-        parser, coref = self._backends()
-        kwargs = dict(self.options)
-        if not kwargs.get("sentence_graph"):
-            kwargs.update(parser=parser, coref=coref)
-        if base is not None and len(base) < len(passages) and passages[:len(base)] == base:
+        """The document graph of ``passages`` for this config (extended, stored, or built)."""
+        if self.factory is None:
+            raise ValueError(f"--graph-variant {self.variant} has no graph")
+        if (base is not None and self.factory.builder == "semantic"
+                and len(base) < len(passages) and passages[:len(base)] == base):
             hit = self._memo.get(_pool_key(base))
             if hit is not None:
                 self.extended += 1
-                backends = {} if kwargs.get("sentence_graph") else {"parser": parser, "coref": coref}
-                return extend_document_graph(hit.graph, passages[len(base):], **backends)
+                return self.factory.extend(hit.graph, passages[len(base):])
+        offered = self._offered.get(_pool_key(passages))
+        if offered is not None:
+            self.attached += 1
+            return offered
         if self.store is not None:
-            return self.store.get_or_build(passages, "semantic", **kwargs)
-        return build_document_graph(passages, **kwargs)
+            return self.store.get_or_build(passages, self.factory).graph
+        return self.factory.build(passages)
 
     def get(self, passages: Passages, base: Optional[Passages] = None) -> ExampleGraph:
         """The memoised :class:`ExampleGraph` of one pool (``base``: a pool it extends)."""
         key = _pool_key(passages)
         hit = self._memo.get(key)
         if hit is not None:
-            self._memo.move_to_end(key)
             return hit
         from parlai_docgraph.models.selector.common import graph_index
 
@@ -199,13 +163,13 @@ class GraphProvider:
         tensors = graph.to_tensors()
         index = graph_index(graph)
         x = unit = None
-        if self.variant not in TEXT_ONLY_VARIANTS:
+        if not self.config.variant.text_only:
             from parlai_docgraph.graphs.embed import embed_graph
 
             emb = embed_graph(graph, self.node_encoder, self.tokenizer,
                               cache=self.embed_cache, pooling=self.pooling)
             x, unit = emb.vectors, torch.nn.functional.normalize(emb.mean_vectors, dim=-1)
-        if self.builder == "multilevel":
+        if self.factory.builder == "multilevel":
             no_passage = int(graph.meta["no_passage_node"])
             words = index["word_node"]
             passage = index["node_passage"]
@@ -221,10 +185,7 @@ class GraphProvider:
             passage = torch.cat([index["node_passage"], torch.tensor([len(passages)])])
         item = ExampleGraph(tensors, x, index["sentence_node"], words, graph, no_passage,
                             passage, unit)
-        self._memo[key] = item
-        while len(self._memo) > self.memo_size:
-            self._memo.popitem(last=False)
-        return item
+        return self._memo.put(key, item)
 
     def question_vectors(self, turns: Sequence[str]) -> Tensor:
         """``[B, dim]`` unit-length mean-pooled frozen-encoder vectors of ``turns``."""
@@ -290,7 +251,7 @@ def collate_examples(
               if provider is not None and provider.uses_graph else None)
     sents = [candidate_sentences(pool, cands) for pool, cands in zip(passages, candidates)]
     texts = [list(c) for c in candidates]
-    if graphs is not None and provider.variant == "paths":
+    if graphs is not None and provider.config.variant is GraphVariant.PATHS:
         from parlai_docgraph.agents.graph_selector.paths import linearized_paths
 
         for b, eg in enumerate(graphs):

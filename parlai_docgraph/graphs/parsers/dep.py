@@ -19,9 +19,9 @@ without leading determiners, or to the head with its compound/modifier left depe
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from parlai_docgraph.memo import LRUMemo
 from parlai_docgraph.nlp import load_spacy
 from parlai_docgraph.graphs.parsers.base import Argument, Mention, ParsedSentence, Parser, Predicate, Relation
 
@@ -188,9 +188,8 @@ class DepParser(Parser):
     ) -> None:
         self.model = model
         self.batch_size = batch_size
-        self.memo_size = memo_size
         self.parsed_sentences = 0
-        self._memo: "OrderedDict[str, ParsedSentence]" = OrderedDict()
+        self._memo: LRUMemo[str, ParsedSentence] = LRUMemo(memo_size)
 
     @property
     def nlp(self) -> Any:
@@ -211,8 +210,7 @@ class DepParser(Parser):
             if not text.strip():
                 out[i] = ParsedSentence(text=text)
             elif text in self._memo:
-                self._memo.move_to_end(text)
-                out[i] = self._memo[text]
+                out[i] = self._memo.get(text)
             else:
                 todo.setdefault(text, []).append(i)
         docs = self.nlp.pipe(iter(todo), batch_size=self.batch_size)
@@ -221,8 +219,5 @@ class DepParser(Parser):
             self.parsed_sentences += 1
             for i in where:
                 out[i] = parsed
-            if self.memo_size > 0:
-                self._memo[text] = parsed
-                if len(self._memo) > self.memo_size:
-                    self._memo.popitem(last=False)
+            self._memo.put(text, parsed)
         return [p for p in out if p is not None]

@@ -12,12 +12,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from parlai_docgraph.graphs.config import GraphVariant
 from parlai_docgraph.graphs.schema import EDGE_TYPES, NODE_TYPES, DocumentGraph
 from parlai_docgraph.models.selector.common import example_offsets, pool_tokens, sample_negatives, segment_log_softmax
 from parlai_docgraph.models.selector.egat import EGATConv
 from parlai_docgraph.models.selector.relevance import RelevanceEmbedding
 
-VARIANTS: Tuple[str, ...] = ("full", "sentence", "coref", "homogeneous", "none")
+#: Graph variants this model runs (``paths`` runs as ``none``; ``multilevel`` has its own
+#: model): the names come from :class:`~parlai_docgraph.graphs.config.GraphVariant`.
+VARIANTS: Tuple[str, ...] = tuple(
+    v.value for v in GraphVariant if v not in (GraphVariant.MULTILEVEL, GraphVariant.PATHS))
 #: Type ids past the schema vocabularies for the context node and its edge to its sentence.
 CONTEXT_NODE_TYPE = len(NODE_TYPES)
 CONTEXT_EDGE_TYPE = len(EDGE_TYPES)
