@@ -278,7 +278,7 @@ def test_context_is_the_last_two_turns_by_default(tiny_encoder, datapath):
     """Li Eq. 1: x is the most recent two turns (``--context-turns 2``); 0 keeps the whole
     history. On the sample's chosen_sent messages (previous wizard turn + apprentice turn)
     later turns of an episode have a longer history than two lines."""
-    from parlai_docgraph.agents.graph_selector.agent import recent_turns
+    from parlai_docgraph.agents.graph_selector.messages import recent_turns
 
     assert recent_turns("a\nb\nc", 2) == "b\nc" and recent_turns("a\nb\nc", 0) == "a\nb\nc"
     assert recent_turns("only", 2) == "only"

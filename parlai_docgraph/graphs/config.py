@@ -120,6 +120,14 @@ _HELP = {
 }
 
 
+#: GraphConfig field -> the opt key of its option
+OPTION_NAMES: Dict[str, str] = {
+    "variant": "graph_variant", "parser": "graph_parser", "coref": "graph_coref",
+    "amr_file": "amr_file", "amr_model_dir": "amr_model_dir",
+    "multilevel_ablation": "multilevel_ablation",
+}
+
+
 @dataclass(frozen=True)
 class GraphConfig:
     """
@@ -188,13 +196,10 @@ class GraphConfig:
     # ------------------------------------------------------------------ options
     @classmethod
     def from_opt(cls, opt: Mapping[str, Any]) -> "GraphConfig":
-        """The config of the graph options in ``opt`` (absent options take their defaults)."""
-        return cls(
-            variant=opt.get("graph_variant") or "full", parser=opt.get("graph_parser") or "dep",
-            coref=opt.get("graph_coref") or "rule", amr_file=opt.get("amr_file"),
-            amr_model_dir=opt.get("amr_model_dir"),
-            multilevel_ablation=opt.get("multilevel_ablation") or "none",
-        )
+        """The config of the graph options in ``opt``; an absent (or ``None``) option takes
+        the field's default, so the defaults live only in the dataclass."""
+        given = {field: opt.get(option) for field, option in OPTION_NAMES.items()}
+        return cls(**{field: value for field, value in given.items() if value is not None})
 
     @staticmethod
     def add_args(parser: Any, title: str = "docgraph graphs") -> None:

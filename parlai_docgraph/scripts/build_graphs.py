@@ -290,7 +290,7 @@ class BuildGraphs(ParlaiScript):
 
         config = GraphConfig.from_opt(opt)
         parses = None
-        if opt.get("parse_cache", True) and config.builder == "semantic":
+        if opt["parse_cache"] and config.builder == "semantic":
             from parlai_docgraph.graphs.parse_cache import ParseCache
 
             parses = ParseCache.for_store(root)
@@ -332,7 +332,7 @@ class BuildGraphs(ParlaiScript):
             )
         start = time.perf_counter()
         results = build_store(jobs, factory, root, max(1, int(opt.get("workers") or 1)),
-                              bool(opt.get("progress", True)), opt.get("engine") or "pool",
+                              bool(opt["progress"]), opt["engine"],
                               opt.get("address"), report)
         report["build_s"] = round(time.perf_counter() - start, 3)
         if parses is not None:

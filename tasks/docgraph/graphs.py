@@ -142,8 +142,8 @@ class GraphAttachMixin:
             self.graph_attacher = shared["graph_attacher"]
         elif mode != "none":
             self.graph_attacher = GraphAttacher(
-                mode, GraphFactory(GraphConfig.from_opt(opt)), opt["datapath"], opt.get("task", ""),
-                opt.get("datatype", ""), opt.get("attach_graphs_memo") or 64,
+                mode, GraphFactory(GraphConfig.from_opt(opt)), opt["datapath"], opt["task"],
+                opt["datatype"], opt["attach_graphs_memo"],
             )
         super().__init__(opt, shared)
 

