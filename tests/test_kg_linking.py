@@ -23,6 +23,7 @@ from parlai_docgraph.kg.store import KnowledgeGraph
 from parlai_docgraph.kg.turns import canonical_triple, turn_candidates
 from parlai_docgraph.tasks.docgraph.build import SAMPLE_DATAPATH
 from parlai_docgraph.tasks.docgraph.readers import opendialkg as odkg
+from parlai_docgraph.tasks.docgraph.readers import opendialkg_split
 
 NAMES = [
     "Iron Man", "Iron Man 2", "Robert Downey Jr.", "Amélie", "Straße", "Film",
@@ -176,7 +177,7 @@ def test_sample_kg_gold_reachability():
     kg = KnowledgeGraph.from_file(os.path.join(folder, "opendialkg_triples.txt"))
     linker = EntityLinker(kg.entities)
     data = odkg.read_opendialkg(os.path.join(folder, "opendialkg.csv"))
-    split, _ = odkg.split_rows(data.num_rows)
+    split, _ = opendialkg_split.split_rows(data.num_rows)
     rows = set(split["train"])
     turns = with_gold = reachable = 0
     for dialogue in data.dialogues:
