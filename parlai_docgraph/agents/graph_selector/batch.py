@@ -24,6 +24,7 @@ from parlai_docgraph.graphs.factory import GraphFactory
 from parlai_docgraph.graphs.schema import NODE_TYPE_ID, DocumentGraph
 from parlai_docgraph.memo import LRUMemo
 from parlai_docgraph.models.selector.relevance import node_relevance
+from parlai_docgraph.models.selector.common import collate_graphs
 from parlai_docgraph.models.selector.dialog_aware import concept_labels
 from parlai_docgraph.agents.graph_selector.inputs import encode_candidates
 from parlai_docgraph.agents.graph_selector.messages import Passages, candidate_sentences
@@ -271,12 +272,15 @@ def collate_examples(
     if graphs is None or graphs[0].x is None:
         out["cand_node"] = torch.zeros(len(flat_cands), dtype=torch.long)
         return out
-    xs, edges, ntypes, etypes, cand_node, concepts, labels, c2e = [], [], [], [], [], [], [], []
-    node_passage, no_passage, concept_texts, relevance = [], [], [], []
+    # the disjoint union of the examples' graphs: the one collate of the selector models
+    union = collate_graphs([eg.tensors for eg in graphs], [eg.x for eg in graphs],
+                           [{"node_passage": eg.node_passage} for eg in graphs])
+    offsets = union["node_offset"].tolist()
+    cand_node, concepts, labels, c2e, no_passage, concept_texts, relevance = (
+        [], [], [], [], [], [], [])
     question = (provider.question_vectors(questions)
                 if questions is not None and graphs[0].unit_x is not None else None)
-    offset = passage_base = 0
-    for b, (eg, sent) in enumerate(zip(graphs, sents)):
+    for b, (eg, sent, offset) in enumerate(zip(graphs, sents, offsets)):
         if question is not None:
             relevance.append(node_relevance(eg.unit_x, question[b]))
         cand_node += [offset + (int(eg.sentence_node[s]) if s >= 0 else eg.no_passage_node)
@@ -289,18 +293,11 @@ def collate_examples(
         concept_texts.append([concept_label(eg.graph.nodes[i].text, eg.graph.nodes[i].kind)
                               for i in ids])
         c2e += [b] * len(ids)
-        xs.append(eg.x)
-        edges.append(eg.tensors["edge_index"] + offset)
-        ntypes.append(eg.tensors["node_type"])
-        etypes.append(eg.tensors["edge_type"])
-        node_passage.append(eg.node_passage + passage_base)
-        passage_base += int(eg.node_passage.max()) + 1
         no_passage.append(offset + eg.no_passage_node)
-        offset += int(eg.tensors["num_nodes"])
     out.update(
-        graph_x=torch.cat(xs), graph_edge_index=torch.cat(edges, dim=1),
-        graph_node_type=torch.cat(ntypes), graph_edge_type=torch.cat(etypes),
-        graph_node_passage=torch.cat(node_passage),
+        graph_x=union["x"], graph_edge_index=union["edge_index"],
+        graph_node_type=union["node_type"], graph_edge_type=union["edge_type"],
+        graph_node_passage=union["node_passage"],
         cand_node=torch.tensor(cand_node, dtype=torch.long),
         concept_index=torch.tensor(concepts, dtype=torch.long),
         concept_label=torch.tensor(labels, dtype=torch.float),
