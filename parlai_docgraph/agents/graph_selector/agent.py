@@ -8,7 +8,7 @@ chosen_sent``) with Li et al.'s (2022) dialog-aware graph selector
 layers, Eq. 4-8; variants ``full|sentence|coref|homogeneous``), Zhang & Tan's (2023)
 multi-level GAT (``multilevel``:
 :class:`~parlai_docgraph.models.selector.multilevel.MultiLevelSelector`), Li's Graph Paths
-baseline (``paths``: :mod:`.selector_paths`) or the plain cross-encoder ranking baseline on
+baseline (``paths``: :mod:`.paths`) or the plain cross-encoder ranking baseline on
 the same encoder (``none``).
 
 Example::
@@ -17,9 +17,9 @@ Example::
         -mf /tmp/sel --graph-variant full --max-train-steps 200
     parlai eval_model -mf /tmp/sel -t docgraph:sample --label-type chosen_sent
 
-Data flow: the knowledge pool comes from the message (:mod:`.selector_messages`: the
+Data flow: the knowledge pool comes from the message (:mod:`.messages`: the
 docgraph teachers' ``knowledge_passages`` or ParlAI's WoW ``knowledge`` lines), chosen per
-``--background`` (:mod:`.selector_background`); candidates map to its sentence nodes; the
+``--background`` (:mod:`.background`); candidates map to its sentence nodes; the
 pool's graph is built (or loaded from the
 :class:`~parlai_docgraph.graphs.cache.GraphStore` under ``<datapath>/docgraph_cache/graphs``,
 where ``build_graphs`` writes) and embedded once by a frozen copy of the encoder (Li 2.1),
@@ -200,7 +200,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
 
     def init_optim(self, params, optim_states=None, saved_optim_type=None,
                    is_finetune: bool = False) -> bool:
-        """ParlAI's optimizer over two parameter groups (:mod:`.selector_optim`)."""
+        """ParlAI's optimizer over two parameter groups (:mod:`.optim`)."""
         return super().init_optim(parameter_groups(self.model, self.opt), optim_states,
                                   saved_optim_type, is_finetune=is_finetune)
 
@@ -349,7 +349,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         return self._add_prior(batch, out)
 
     def _add_prior(self, batch, out):
-        """``out`` with ``--similarity-prior`` added to its scores (see selector_prior)."""
+        """``out`` with ``--similarity-prior`` added to its scores (see prior.py)."""
         if self.prior is None or batch.get("candidates") is None:
             return out
         prior = self.prior(batch.turns, batch.candidates, out.keep)

@@ -35,7 +35,7 @@ def knowledge_lines(msg: Any) -> List[Tuple[str, str, str]]:
     ``(line, title, sentence)`` of every knowledge sentence of ``msg``, ``line`` being
     ``"{title} {sentence}"``: the pool from ``knowledge_passages`` (docgraph teachers,
     interactive documents) or ParlAI's ``knowledge`` text lines, read by the selector's own
-    :func:`~.selector_messages.message_passages` so both parts see one pool; ``[]`` when the
+    :func:`~parlai_docgraph.agents.graph_selector.messages.message_passages` so both parts see one pool; ``[]`` when the
     message carries neither.
     """
     if msg.get("knowledge_passages") is None and not (msg.get("knowledge") or "").strip():
