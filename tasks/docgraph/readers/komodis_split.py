@@ -123,9 +123,14 @@ def load_split(
     """
     notes: List[str] = []
     sha = sha256_of(dataset_path)
+
+    def matching(doc: Optional[dict]) -> bool:
+        return (doc is not None and doc.get("dataset_sha256") == sha
+                and doc.get("procedure") == SPLIT_PROCEDURE)
+
     if shipped_path and os.path.isfile(shipped_path):
         doc = _read_split(shipped_path)
-        if doc is not None and doc.get("dataset_sha256") == sha and doc.get("procedure") == SPLIT_PROCEDURE:
+        if matching(doc):
             return doc, notes
         notes.append(
             f"shipped KOMODIS split {shipped_path} is for another dataset.json "
@@ -134,7 +139,7 @@ def load_split(
         )
     if os.path.isfile(local_path):
         doc = _read_split(local_path)
-        if doc is not None and doc.get("dataset_sha256") == sha and doc.get("procedure") == SPLIT_PROCEDURE:
+        if matching(doc):
             return doc, notes
         notes.append(
             f"KOMODIS split cache {local_path} was made for another dataset.json "
