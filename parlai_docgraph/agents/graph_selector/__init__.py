@@ -8,7 +8,7 @@ graph_selector`` through the start-up hook) and reads :class:`GraphSelectorAgent
 Modules, each one concept (ParlAI glue; the torch layers are in
 :mod:`parlai_docgraph.models`):
 
-- ``agent``: the agent (options, model construction, train / eval steps);
+- ``agent``: the agent (model construction, train / eval steps); ``args``: its options;
 - ``messages``, ``inputs``, ``background``: WoW-format messages -> candidate sentences,
   token ids and the knowledge pool of a turn;
 - ``batch``: graphs and node features per pool, collation into a ParlAI ``Batch``;
