@@ -38,138 +38,16 @@ NUM_DIALOGUES = 60
 Triple = Tuple[str, str, str]
 
 # --------------------------------------------------------------------------------------
-# facts: title -> (year, directors, writers, actors, genres, music, language, extra)
+# facts (source/kg_facts.json), authored by the project:
+# FILMS: title -> [year, directors, writers, actors, genres, music, language, extra]
+# BOOKS: title -> [year, authors, genres, extra]; PEOPLE: person -> {relation: [objects]}
 # --------------------------------------------------------------------------------------
 
-# fmt: off
-FILMS = {
-    "Inception": ("2010", ["Christopher Nolan"], ["Christopher Nolan"], ["Leonardo DiCaprio", "Joseph Gordon-Levitt", "Tom Hardy"], ["Science Fiction", "Thriller"], ["Hans Zimmer"], "English Language", {"Produced by": ["Emma Thomas"]}),
-    "The Dark Knight": ("2008", ["Christopher Nolan"], ["Jonathan Nolan", "Christopher Nolan"], ["Christian Bale", "Heath Ledger", "Gary Oldman"], ["Action", "Crime Fiction"], ["Hans Zimmer"], "English Language", {"Produced by": ["Emma Thomas"]}),
-    "Interstellar": ("2014", ["Christopher Nolan"], ["Jonathan Nolan", "Christopher Nolan"], ["Matthew McConaughey", "Anne Hathaway", "Jessica Chastain"], ["Science Fiction", "Drama"], ["Hans Zimmer"], "English Language", {"Produced by": ["Emma Thomas"]}),
-    "Memento": ("2000", ["Christopher Nolan"], ["Christopher Nolan"], ["Guy Pearce", "Carrie-Anne Moss"], ["Thriller", "Mystery"], [], "English Language", {}),
-    "The Prestige": ("2006", ["Christopher Nolan"], ["Jonathan Nolan", "Christopher Nolan"], ["Christian Bale", "Hugh Jackman", "Scarlett Johansson"], ["Drama", "Mystery"], [], "English Language", {"Adapted From": ["The Prestige (Science Fiction Book)"]}),
-    "Titanic": ("1997", ["James Cameron"], ["James Cameron"], ["Leonardo DiCaprio", "Kate Winslet"], ["Romance Film", "Drama"], ["James Horner"], "English Language", {}),
-    "Avatar": ("2009", ["James Cameron"], ["James Cameron"], ["Sam Worthington", "Zoe Saldana", "Sigourney Weaver"], ["Science Fiction", "Action"], ["James Horner"], "English Language", {}),
-    "Aliens": ("1986", ["James Cameron"], ["James Cameron"], ["Sigourney Weaver", "Michael Biehn"], ["Science Fiction", "Action"], ["James Horner"], "English Language", {}),
-    "The Terminator": ("1984", ["James Cameron"], ["James Cameron"], ["Arnold Schwarzenegger", "Linda Hamilton", "Michael Biehn"], ["Science Fiction", "Action"], [], "English Language", {"Sequel": ["Terminator 2: Judgment Day"]}),
-    "Terminator 2: Judgment Day": ("1991", ["James Cameron"], ["James Cameron"], ["Arnold Schwarzenegger", "Linda Hamilton"], ["Science Fiction", "Action"], [], "English Language", {}),
-    "The Revenant": ("2015", ["Alejandro González Iñárritu"], [], ["Leonardo DiCaprio", "Tom Hardy"], ["Drama", "Adventure"], [], "English Language", {}),
-    "The Wolf of Wall Street": ("2013", ["Martin Scorsese"], ["Terence Winter"], ["Leonardo DiCaprio", "Jonah Hill", "Margot Robbie"], ["Comedy", "Crime Fiction"], [], "English Language", {}),
-    "Goodfellas": ("1990", ["Martin Scorsese"], [], ["Robert De Niro", "Ray Liotta", "Joe Pesci"], ["Crime Fiction", "Drama"], [], "English Language", {}),
-    "Taxi Driver": ("1976", ["Martin Scorsese"], ["Paul Schrader"], ["Robert De Niro", "Jodie Foster"], ["Drama", "Thriller"], [], "English Language", {}),
-    "The Departed": ("2006", ["Martin Scorsese"], [], ["Leonardo DiCaprio", "Matt Damon", "Jack Nicholson"], ["Crime Fiction", "Thriller"], [], "English Language", {}),
-    "The Shining (Horror Film)": ("1980", ["Stanley Kubrick"], ["Stanley Kubrick"], ["Jack Nicholson", "Shelley Duvall"], ["Horror"], [], "English Language", {"Adapted From": ["The Shining"]}),
-    "A Clockwork Orange": ("1971", ["Stanley Kubrick"], ["Stanley Kubrick"], ["Malcolm McDowell"], ["Science Fiction", "Crime Fiction"], [], "English Language", {}),
-    "2001: A Space Odyssey": ("1968", ["Stanley Kubrick"], ["Stanley Kubrick", "Arthur C. Clarke"], ["Keir Dullea"], ["Science Fiction"], [], "English Language", {}),
-    "Jurassic Park": ("1993", ["Steven Spielberg"], ["Michael Crichton"], ["Sam Neill", "Laura Dern", "Jeff Goldblum"], ["Science Fiction", "Adventure"], ["John Williams"], "English Language", {"Produced by": ["Kathleen Kennedy"], "Adapted From": ["Jurassic Park (Techno-Thriller Book)"]}),
-    "Jaws": ("1975", ["Steven Spielberg"], [], ["Roy Scheider", "Richard Dreyfuss"], ["Thriller", "Adventure"], ["John Williams"], "English Language", {}),
-    "Saving Private Ryan": ("1998", ["Steven Spielberg"], [], ["Tom Hanks", "Matt Damon"], ["War film", "Drama"], ["John Williams"], "English Language", {}),
-    "Catch Me If You Can": ("2002", ["Steven Spielberg"], [], ["Leonardo DiCaprio", "Tom Hanks"], ["Crime Fiction", "Biographical film"], ["John Williams"], "English Language", {}),
-    "Forrest Gump": ("1994", ["Robert Zemeckis"], [], ["Tom Hanks", "Robin Wright"], ["Drama", "Comedy"], ["Alan Silvestri"], "English Language", {}),
-    "Cast Away": ("2000", ["Robert Zemeckis"], [], ["Tom Hanks", "Helen Hunt"], ["Drama", "Adventure"], ["Alan Silvestri"], "English Language", {}),
-    "Back to the Future": ("1985", ["Robert Zemeckis"], ["Robert Zemeckis"], ["Michael J. Fox", "Christopher Lloyd"], ["Science Fiction", "Comedy"], ["Alan Silvestri"], "English Language", {"Sequel": ["Back to the Future Part II"]}),
-    "Back to the Future Part II": ("1989", ["Robert Zemeckis"], [], ["Michael J. Fox", "Christopher Lloyd"], ["Science Fiction", "Comedy"], ["Alan Silvestri"], "English Language", {}),
-    "Pulp Fiction": ("1994", ["Quentin Tarantino"], ["Quentin Tarantino"], ["John Travolta", "Samuel L. Jackson", "Uma Thurman"], ["Crime Fiction"], [], "English Language", {"Produced by": ["Lawrence Bender"]}),
-    "Kill Bill Volume 1": ("2003", ["Quentin Tarantino"], ["Quentin Tarantino"], ["Uma Thurman", "Lucy Liu"], ["Action"], [], "English Language", {"Produced by": ["Lawrence Bender"]}),
-    "Django Unchained": ("2012", ["Quentin Tarantino"], ["Quentin Tarantino"], ["Jamie Foxx", "Christoph Waltz", "Leonardo DiCaprio", "Samuel L. Jackson"], ["Western"], [], "English Language", {}),
-    "The Matrix": ("1999", ["Lana Wachowski"], ["Lana Wachowski"], ["Keanu Reeves", "Laurence Fishburne", "Carrie-Anne Moss"], ["Science Fiction", "Action"], [], "English Language", {"Sequel": ["The Matrix Reloaded"]}),
-    "The Matrix Reloaded": ("2003", ["Lana Wachowski"], ["Lana Wachowski"], ["Keanu Reeves", "Laurence Fishburne", "Carrie-Anne Moss"], ["Science Fiction", "Action"], [], "English Language", {}),
-    "Speed": ("1994", ["Jan de Bont"], [], ["Keanu Reeves", "Sandra Bullock"], ["Action", "Thriller"], [], "English Language", {}),
-    "Gravity (Thriller Film)": ("2013", ["Alfonso Cuarón"], ["Alfonso Cuarón"], ["Sandra Bullock", "George Clooney"], ["Science Fiction", "Thriller"], [], "English Language", {}),
-    "Ocean's Eleven": ("2001", ["Steven Soderbergh"], [], ["George Clooney", "Brad Pitt", "Matt Damon", "Julia Roberts"], ["Crime Fiction", "Comedy"], [], "English Language", {}),
-    "Fight Club": ("1999", ["David Fincher"], [], ["Brad Pitt", "Edward Norton"], ["Drama", "Thriller"], [], "English Language", {}),
-    "Se7en": ("1995", ["David Fincher"], [], ["Brad Pitt", "Morgan Freeman"], ["Crime Fiction", "Mystery"], [], "English Language", {}),
-    "The Social Network": ("2010", ["David Fincher"], ["Aaron Sorkin"], ["Jesse Eisenberg", "Andrew Garfield"], ["Drama", "Biographical film"], [], "English Language", {}),
-    "Gone Girl (Thriller Film)": ("2014", ["David Fincher"], ["Gillian Flynn"], ["Ben Affleck", "Rosamund Pike"], ["Thriller", "Mystery"], [], "English Language", {"Adapted From": ["Gone Girl"]}),
-    "The Shawshank Redemption": ("1994", ["Frank Darabont"], ["Frank Darabont"], ["Tim Robbins", "Morgan Freeman"], ["Drama", "Crime Fiction"], [], "English Language", {"Adapted From": ["Rita Hayworth and Shawshank Redemption"]}),
-    "The Green Mile": ("1999", ["Frank Darabont"], ["Frank Darabont"], ["Tom Hanks", "Michael Clarke Duncan"], ["Drama", "Fantasy"], [], "English Language", {"Adapted From": ["The Green Mile (Fantasy Book)"]}),
-    "Amélie": ("2001", ["Jean-Pierre Jeunet"], [], ["Audrey Tautou"], ["Romance Film", "Comedy"], [], "French", {}),
-    "Spirited Away": ("2001", ["Hayao Miyazaki"], ["Hayao Miyazaki"], [], ["Animation", "Fantasy"], [], "Japanese Language", {}),
-    "My Neighbor Totoro": ("1988", ["Hayao Miyazaki"], ["Hayao Miyazaki"], [], ["Animation", "Fantasy"], [], "Japanese Language", {}),
-    "Parasite": ("2019", ["Bong Joon-ho"], ["Bong Joon-ho"], ["Song Kang-ho"], ["Thriller", "Drama"], [], "Korean Language", {}),
-    "Pan's Labyrinth": ("2006", ["Guillermo del Toro"], ["Guillermo del Toro"], ["Ivana Baquero"], ["Fantasy", "Drama"], [], "Spanish Language", {}),
-    "The Godfather": ("1972", ["Francis Ford Coppola"], ["Mario Puzo", "Francis Ford Coppola"], ["Marlon Brando", "Al Pacino"], ["Crime Fiction", "Drama"], ["Nino Rota"], "English Language", {}),
-    "Apocalypse Now": ("1979", ["Francis Ford Coppola"], [], ["Marlon Brando", "Martin Sheen"], ["War film", "Drama"], [], "English Language", {}),
-    "Heat": ("1995", ["Michael Mann"], ["Michael Mann"], ["Al Pacino", "Robert De Niro"], ["Crime Fiction", "Thriller"], [], "English Language", {}),
-}
-
-# title -> (year, authors, genres, extra)
-BOOKS = {
-    "The Shining": ("1977", ["Stephen King"], ["Horror"], {}),
-    "It (Horror Book)": ("1986", ["Stephen King"], ["Horror"], {}),
-    "Misery (Horror Book)": ("1987", ["Stephen King"], ["Horror", "Thriller"], {}),
-    "The Green Mile (Fantasy Book)": ("1996", ["Stephen King"], ["Fantasy"], {}),
-    "Rita Hayworth and Shawshank Redemption": ("1982", ["Stephen King"], ["Drama"], {}),
-    "Harry Potter and the Philosopher's Stone": ("1997", ["J. K. Rowling"], ["Fantasy", "Young-adult fiction"], {"Sequel": ["Harry Potter and the Chamber of Secrets"]}),
-    "Harry Potter and the Chamber of Secrets": ("1998", ["J. K. Rowling"], ["Fantasy", "Young-adult fiction"], {"Sequel": ["Harry Potter and the Prisoner of Azkaban"]}),
-    "Harry Potter and the Prisoner of Azkaban": ("1999", ["J. K. Rowling"], ["Fantasy", "Young-adult fiction"], {}),
-    "The Hobbit": ("1937", ["J. R. R. Tolkien"], ["Fantasy"], {}),
-    "The Fellowship of the Ring": ("1954", ["J. R. R. Tolkien"], ["Fantasy"], {"Sequel": ["The Two Towers"]}),
-    "The Two Towers": ("1954", ["J. R. R. Tolkien"], ["Fantasy"], {}),
-    "Pride and Prejudice": ("1813", ["Jane Austen"], ["Romance novel"], {}),
-    "Emma": ("1815", ["Jane Austen"], ["Romance novel"], {}),
-    "Sense and Sensibility": ("1811", ["Jane Austen"], ["Romance novel"], {}),
-    "Nineteen Eighty-Four": ("1949", ["George Orwell"], ["Dystopia", "Science Fiction"], {}),
-    "Animal Farm": ("1945", ["George Orwell"], ["Satire"], {}),
-    "Dune": ("1965", ["Frank Herbert"], ["Science Fiction"], {}),
-    "Foundation": ("1951", ["Isaac Asimov"], ["Science Fiction"], {}),
-    "I, Robot": ("1950", ["Isaac Asimov"], ["Science Fiction"], {}),
-    "Jurassic Park (Techno-Thriller Book)": ("1990", ["Michael Crichton"], ["Science Fiction", "Thriller"], {}),
-    "The Prestige (Science Fiction Book)": ("1995", ["Christopher Priest"], ["Science Fiction", "Mystery"], {}),
-    "Murder on the Orient Express": ("1934", ["Agatha Christie"], ["Mystery"], {}),
-    "And Then There Were None": ("1939", ["Agatha Christie"], ["Mystery"], {}),
-    "The Da Vinci Code": ("2003", ["Dan Brown"], ["Mystery", "Thriller"], {}),
-    "Angels & Demons": ("2000", ["Dan Brown"], ["Mystery", "Thriller"], {"Sequel": ["The Da Vinci Code"]}),
-    "Gone Girl": ("2012", ["Gillian Flynn"], ["Thriller", "Mystery"], {}),
-    "The Hunger Games": ("2008", ["Suzanne Collins"], ["Science Fiction", "Young-adult fiction"], {}),
-    "One Hundred Years of Solitude": ("1967", ["Gabriel García Márquez"], ["Magic realism"], {"in_language": ["Spanish Language"]}),
-}
-
-# person -> {relation: [objects]}
-PEOPLE = {
-    "Leonardo DiCaprio": {"Country of nationality": ["United States of America"], "Award Won": ["Academy Award for Best Actor"], "is-a": ["Actor"]},
-    "Tom Hanks": {"Country of nationality": ["United States of America"], "Award Won": ["Academy Award for Best Actor"], "is-a": ["Actor"]},
-    "Robert De Niro": {"Country of nationality": ["United States of America"], "Award Won": ["Academy Award for Best Actor"], "is-a": ["Actor"]},
-    "Jack Nicholson": {"Award Won": ["Academy Award for Best Actor"], "is-a": ["Actor"]},
-    "Al Pacino": {"Award Won": ["Academy Award for Best Actor"], "is-a": ["Actor"]},
-    "Marlon Brando": {"Award Won": ["Academy Award for Best Actor"], "is-a": ["Actor"]},
-    "Matthew McConaughey": {"Award Won": ["Academy Award for Best Actor"], "is-a": ["Actor"]},
-    "Morgan Freeman": {"Award Won": ["Academy Award for Best Actor in a Supporting Role"], "is-a": ["Actor"]},
-    "Heath Ledger": {"Award Won": ["Academy Award for Best Actor in a Supporting Role"], "Country of nationality": ["Australia"], "is-a": ["Actor"]},
-    "Christoph Waltz": {"Award Won": ["Academy Award for Best Actor in a Supporting Role"], "Country of nationality": ["Austria"], "Place of birth": ["Vienna"], "is-a": ["Actor"]},
-    "Sandra Bullock": {"Award Won": ["Academy Award for Best Actress"], "is-a": ["Actor"]},
-    "Kate Winslet": {"Award Won": ["Academy Award for Best Actress"], "Country of nationality": ["United Kingdom"], "is-a": ["Actor"]},
-    "Julia Roberts": {"Award Won": ["Academy Award for Best Actress"], "is-a": ["Actor"]},
-    "Jodie Foster": {"Award Won": ["Academy Award for Best Actress"], "is-a": ["Actor"]},
-    "Keanu Reeves": {"Country of nationality": ["Canada"], "Place of birth": ["Beirut"], "is-a": ["Actor"]},
-    "Christopher Nolan": {"Country of nationality": ["United Kingdom"], "Place of birth": ["London"], "Award Won": ["Academy Award for Best Director"], "Spouse (or domestic partner)": ["Emma Thomas"], "is-a": ["Film director"]},
-    "James Cameron": {"Country of nationality": ["Canada"], "Award Won": ["Academy Award for Best Director"], "is-a": ["Film director"]},
-    "Martin Scorsese": {"Place of birth": ["New York City"], "Award Won": ["Academy Award for Best Director"], "is-a": ["Film director"]},
-    "Steven Spielberg": {"Award Won": ["Academy Award for Best Director"], "is-a": ["Film director"]},
-    "Alfonso Cuarón": {"Country of nationality": ["Mexico"], "Award Won": ["Academy Award for Best Director"], "is-a": ["Film director"]},
-    "Alejandro González Iñárritu": {"Country of nationality": ["Mexico"], "Award Won": ["Academy Award for Best Director"], "is-a": ["Film director"]},
-    "Guillermo del Toro": {"Country of nationality": ["Mexico"], "Award Won": ["Academy Award for Best Director"], "is-a": ["Film director"]},
-    "Bong Joon-ho": {"Country of nationality": ["South Korea"], "Award Won": ["Academy Award for Best Director"], "is-a": ["Film director"]},
-    "Hayao Miyazaki": {"Country of nationality": ["Japan"], "Place of birth": ["Tokyo"], "is-a": ["Film director"]},
-    "Jean-Pierre Jeunet": {"Country of nationality": ["France"], "is-a": ["Film director"]},
-    "Quentin Tarantino": {"Place of birth": ["Knoxville"], "is-a": ["Film director"]},
-    "Stanley Kubrick": {"Place of birth": ["New York City"], "is-a": ["Film director"]},
-    "Hans Zimmer": {"Award Won": ["Academy Award for Best Original Music Score"]},
-    "John Williams": {"Award Won": ["Academy Award for Best Original Music Score"]},
-    "James Horner": {"Award Won": ["Academy Award for Best Original Music Score"]},
-    "Nino Rota": {"Award Won": ["Academy Award for Best Original Music Score"]},
-    "Stephen King": {"Country of nationality": ["United States of America"], "is-a": ["Author"]},
-    "J. K. Rowling": {"Country of nationality": ["United Kingdom"], "Place of birth": ["Yate"], "is-a": ["Author"]},
-    "J. R. R. Tolkien": {"Country of nationality": ["United Kingdom"], "Place of birth": ["Bloemfontein"], "is-a": ["Author"]},
-    "Jane Austen": {"Country of nationality": ["United Kingdom"], "Place of birth": ["Steventon"], "is-a": ["Author"]},
-    "Agatha Christie": {"Country of nationality": ["United Kingdom"], "Place of birth": ["Torquay"], "is-a": ["Author"]},
-    "George Orwell": {"Country of nationality": ["United Kingdom"], "is-a": ["Author"]},
-    "Gabriel García Márquez": {"Country of nationality": ["Colombia"], "Award Won": ["Nobel Prize in Literature"], "is-a": ["Author"]},
-    "Isaac Asimov": {"is-a": ["Author"]},
-    "Michael Crichton": {"is-a": ["Author"]},
-}
-
-# fmt: on
+with open(os.path.join(HERE, "source", "kg_facts.json"), encoding="utf-8") as _f:
+    _FACTS = json.load(_f)
+FILMS: Dict[str, list] = _FACTS["FILMS"]
+BOOKS: Dict[str, list] = _FACTS["BOOKS"]
+PEOPLE: Dict[str, Dict[str, List[str]]] = _FACTS["PEOPLE"]
 
 
 def forward_facts() -> List[Triple]:
