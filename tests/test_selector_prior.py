@@ -1,6 +1,7 @@
 """
-``--similarity-prior``: lambda * cosine(last turn, candidate) of the frozen encoder's
-mean-pooled embeddings is added to every candidate's score, in training and inference.
+``--similarity-prior``: lambda * cosine(last turn, candidate) of the shared or frozen
+encoder's mean-pooled embeddings is added to every candidate's score, in training and
+inference; ``--zero-shot-prior`` adds mu * the same cosine under the frozen encoder too.
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ def test_last_turn():
 def test_a_dominant_prior_ranks_by_cosine(variant, encoder, tiny_encoder, datapath):
     agent = _agent(tiny_encoder, datapath, "--graph-variant", variant,
                    "--similarity-prior", "10000", "--similarity-prior-encoder", encoder)
-    shared = agent.prior.encoder is agent.model.context_encoder
+    (prior,) = agent.priors
+    shared = prior.encoder is agent.model.context_encoder
     assert shared == (encoder == "shared")
     question = "earlier turn\nwhen can the honey be taken?"
     out = agent.select(POOL, question)
     lines = [f"{t} {s}" for t, ss in POOL for s in ss]
-    enc, tok = agent.prior.encoder, agent.prior.tokenizer
+    enc, tok = prior.encoder, prior.tokenizer
     cos = sentence_vectors(lines, enc, tok) @ sentence_vectors([last_turn(question)], enc,
                                                                tok)[0]
     assert list(out["scores"]) == [lines[i] for i in torch.argsort(cos, descending=True)]
@@ -46,7 +48,7 @@ def test_prior_shifts_every_logit_by_lambda_cos(tiny_encoder, datapath):
     with_prior = _agent(tiny_encoder, datapath, "--graph-variant", "full",
                         "--similarity-prior", "5")
     with_prior.model.load_state_dict(plain.model.state_dict())
-    assert plain.prior is None and with_prior.prior is not None
+    assert plain.priors == [] and len(with_prior.priors) == 1
     obs = _as_eval(_observed(plain, plain.opt, 2))
     batch_a = plain.batchify(obs)
     plain.model.eval(), with_prior.model.eval()
@@ -55,7 +57,7 @@ def test_prior_shifts_every_logit_by_lambda_cos(tiny_encoder, datapath):
         b = with_prior._forward(batch_a, with_gold=False).scores
     keep = torch.arange(sum(len(c) for c in batch_a.candidates))
     with torch.no_grad():
-        expected = with_prior.prior(batch_a.turns, batch_a.candidates, keep)
+        expected = with_prior.priors[0](batch_a.turns, batch_a.candidates, keep)
     assert torch.allclose(b - a, expected, atol=1e-5)
     assert expected.abs().max() > 0
 
@@ -71,9 +73,34 @@ def test_only_the_shared_prior_trains_the_encoder(encoder, tiny_encoder, datapat
     batch = agent.batchify(_observed(agent, agent.opt, 2))
     agent.model.train()
     keep = torch.arange(sum(len(c) for c in batch.candidates))
-    term = agent.prior(batch.turns, batch.candidates, keep)
+    term = agent.priors[0](batch.turns, batch.candidates, keep)
     assert term.requires_grad == (encoder == "shared")
     if encoder == "shared":
         term.sum().backward()
         grads = [p.grad for p in agent.model.context_encoder.parameters()]
         assert any(g is not None and g.abs().sum() > 0 for g in grads)
+
+
+def test_zero_shot_prior_adds_the_frozen_cosine_beside_the_shared_term(tiny_encoder, datapath):
+    """``--zero-shot-prior mu``: a second term over the frozen (never trained) encoder; the
+    logits move by lambda * cos(shared) + mu * cos(frozen), and only the first has a gradient."""
+    from test_graph_selector import _as_eval, _observed
+
+    torch.manual_seed(0)
+    one = _agent(tiny_encoder, datapath, "--graph-variant", "full", "--similarity-prior", "5")
+    two = _agent(tiny_encoder, datapath, "--graph-variant", "full", "--similarity-prior", "5",
+                 "--zero-shot-prior", "3")
+    two.model.load_state_dict(one.model.state_dict())
+    shared, zero_shot = two.priors
+    assert shared.encoder is two.model.context_encoder and shared.weight == 5
+    assert zero_shot.encoder is not two.model.context_encoder and zero_shot.weight == 3
+    assert not any(p.requires_grad for p in zero_shot.encoder.parameters())
+    batch = one.batchify(_as_eval(_observed(one, one.opt, 2)))
+    one.model.eval(), two.model.eval()
+    keep = torch.arange(sum(len(c) for c in batch.candidates))
+    with torch.no_grad():
+        a = one._forward(batch, with_gold=False).scores
+        b = two._forward(batch, with_gold=False).scores
+        expected = zero_shot(batch.turns, batch.candidates, keep)
+    assert expected.abs().max() > 0
+    assert torch.allclose(b - a, expected, atol=1e-5)

@@ -44,7 +44,7 @@ concept labels.
 from __future__ import annotations
 
 import random
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import torch
 from parlai.core.metrics import AverageMetric
@@ -120,7 +120,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         if shared is not None:
             self.tokenizer = shared["hf_tokenizer"]
             self.graphs = shared["graph_provider"]
-            self.prior = shared["similarity_prior"]
+            self.priors = shared["similarity_priors"]
         self._rng = random.Random(0)  # candidate shuffling: reproducible runs
         # negative sampling (Eq. 6): a CPU generator, whatever device the model is on
         self._gen = torch.Generator().manual_seed(1234)
@@ -175,7 +175,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                 context_encoder=encoder, pooling=pooling,
                 relevance=self._uses_relevance(),
             )
-        self.prior = self._build_prior(encoder, node_encoder)
+        self.priors = self._build_prior(encoder, node_encoder)
         return model
 
     def _uses_relevance(self) -> bool:
@@ -183,20 +183,29 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         return (bool(self.opt["node_relevance"])
                 and not GraphVariant(self.opt["graph_variant"]).text_only)
 
-    def _build_prior(self, encoder, node_encoder) -> Optional[SimilarityPrior]:
-        """``--similarity-prior`` over the shared (fine-tuned) or a frozen encoder."""
+    def _build_prior(self, encoder, node_encoder) -> List[SimilarityPrior]:
+        """The similarity terms (prior.py): ``--similarity-prior`` over the shared
+        (fine-tuned) or the frozen encoder, ``--zero-shot-prior`` over the frozen one."""
         opt = self.opt
-        if not opt["similarity_prior"]:
-            return None
-        if opt["similarity_prior_encoder"] == "shared":
-            return SimilarityPrior(encoder, self.tokenizer, opt["similarity_prior"])
         frozen = node_encoder
-        if frozen is None:  # text-only variants load no node encoder
-            frozen, _ = load_encoder(opt["encoder_model"])
-            frozen.requires_grad_(False).eval()
-            if self.use_cuda:
-                frozen.cuda()
-        return SimilarityPrior(frozen, self.tokenizer, opt["similarity_prior"])
+
+        def frozen_encoder():
+            nonlocal frozen
+            if frozen is None:  # text-only variants load no node encoder
+                frozen, _ = load_encoder(opt["encoder_model"])
+                frozen.requires_grad_(False).eval()
+                if self.use_cuda:
+                    frozen.cuda()
+            return frozen
+
+        terms: List[SimilarityPrior] = []
+        if opt["similarity_prior"]:
+            shared = opt["similarity_prior_encoder"] == "shared"
+            terms.append(SimilarityPrior(encoder if shared else frozen_encoder(), self.tokenizer,
+                                         opt["similarity_prior"]))
+        if opt["zero_shot_prior"]:
+            terms.append(SimilarityPrior(frozen_encoder(), self.tokenizer, opt["zero_shot_prior"]))
+        return terms
 
     def init_optim(self, params, optim_states=None, saved_optim_type=None,
                    is_finetune: bool = False) -> bool:
@@ -211,7 +220,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         shared = super().share()
         shared["hf_tokenizer"] = self.tokenizer
         shared["graph_provider"] = self.graphs
-        shared["similarity_prior"] = self.prior
+        shared["similarity_priors"] = self.priors
         return shared
 
     @property
@@ -349,11 +358,12 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         return self._add_prior(batch, out)
 
     def _add_prior(self, batch, out):
-        """``out`` with ``--similarity-prior`` added to its scores (see prior.py)."""
-        if self.prior is None or batch.get("candidates") is None:
+        """``out`` with the similarity terms (``--similarity-prior``, ``--zero-shot-prior``) added to its scores."""
+        if not self.priors or batch.get("candidates") is None:
             return out
-        prior = self.prior(batch.turns, batch.candidates, out.keep)
-        out.scores = out.scores + prior.to(out.scores.device, out.scores.dtype)
+        for term in self.priors:
+            prior = term(batch.turns, batch.candidates, out.keep)
+            out.scores = out.scores + prior.to(out.scores.device, out.scores.dtype)
         return out
 
     def score_candidates(self, batch, cand_vecs=None, cand_encs=None):

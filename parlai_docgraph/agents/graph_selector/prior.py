@@ -18,6 +18,16 @@ training dialogues (the offline zoo model) a selector that starts from the pretr
 embedding space generalizes to unseen documents where one trained from a random score head
 does not (issue 14, ``parlai-docgraph heldout_eval``). Off by default (``0``): the papers
 have no such term.
+
+``--zero-shot-prior`` :math:`\mu > 0` adds a second term with the frozen, never trained copy
+of the encoder, :math:`e_0`, beside a shared (fine-tuned) one:
+
+.. math::
+    \mathrm{score}'(c_i) = \mathrm{score}(c_i) + \lambda \cos(e(u), e(s_i))
+        + \mu \cos(e_0(u), e_0(s_i))
+
+so the pretrained encoder's zero-shot ranking stays in the score however far fine-tuning
+moves :math:`e` (an ensemble of the fine-tuned selector and the zero-shot encoder).
 """
 
 from __future__ import annotations
@@ -33,7 +43,12 @@ ENCODERS = ("shared", "frozen")
 
 
 def add_prior_args(group: Any) -> None:
-    """Register ``--similarity-prior`` and ``--similarity-prior-encoder``."""
+    """Register ``--similarity-prior``, ``--similarity-prior-encoder`` and ``--zero-shot-prior``."""
+    group.add_argument(
+        "--zero-shot-prior", type=float, default=0.0,
+        help="mu: also add mu * cosine(last turn, candidate) under the frozen, never trained "
+        "encoder, in training and inference (0: off; the papers have no such term): keeps "
+        "the zero-shot ranking beside a fine-tuned --similarity-prior-encoder shared term")
     group.add_argument(
         "--similarity-prior", type=float, default=0.0,
         help="lambda: add lambda * cosine(last turn, candidate) of mean-pooled sentence "
