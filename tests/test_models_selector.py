@@ -13,6 +13,7 @@ from parlai_docgraph.models import (
     VARIANTS, DialogAwareSelector, collate_graphs, concept_labels, sample_negatives,
     segment_log_softmax,
 )
+from parlai_docgraph.models.selector.common import rank_candidates
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -102,7 +103,7 @@ def test_selector_shapes_and_eval_uses_all_candidates() -> None:
     torch.testing.assert_close(
         torch.zeros(2).index_add_(0, out.cand2example, logp.exp()), torch.ones(2))
     torch.testing.assert_close(parts["loss_c"], -(logp[2] + logp[4]) / 2)
-    ranked = model.rank(out)
+    ranked = rank_candidates(out)
     assert [sorted(r.tolist()) for r in ranked] == [[0, 1, 2, 3], [0, 1, 2]]
     # each example's softmax only sees its own candidates
     bumped = dict(batch, context=batch["context"].clone())
@@ -171,7 +172,7 @@ def test_selector_overfits_one_batch(variant: str) -> None:
     with torch.no_grad():
         out, (loss, parts) = _run(model, batch)
     assert float(loss) < 0.05 < first
-    assert [int(r[0]) for r in model.rank(out)] == [2, 0]
+    assert [int(r[0]) for r in rank_candidates(out)] == [2, 0]
 
 
 def test_selector_deterministic_with_seed_and_shared_layers() -> None:
@@ -280,4 +281,4 @@ def test_selector_on_built_graphs_with_minilm(minilm) -> None:
     assert all(p.grad is not None for p in model.parameters())
     with torch.no_grad():
         out = model.eval()(**args)
-    assert [len(r) for r in model.rank(out)] == [3, 2]
+    assert [len(r) for r in rank_candidates(out)] == [3, 2]

@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from parlai_docgraph.models.selector.common import rank_candidates
 from parlai_docgraph.models.selector.relevance import RelevanceEmbedding, node_relevance
 from parlai_docgraph.models.selector.dialog_aware import DialogAwareSelector
 from test_models_selector import _run, _selector_batch
@@ -80,7 +81,7 @@ def test_relevance_gets_a_gradient_and_is_learnt() -> None:
         opt.step()
     model.eval()
     out, _ = _run(model, batch, relevance=rel)
-    assert [int(r[0]) for r in model.rank(out)] == gold.tolist()
+    assert [int(r[0]) for r in rank_candidates(out)] == gold.tolist()
 
 
 def test_multilevel_selector_reads_relevance_only_when_built_with_it() -> None:

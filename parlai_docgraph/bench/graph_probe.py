@@ -158,13 +158,15 @@ def run(data, variant: str, negatives: int, steps: int, lr: float, seed: int,
 
 def accuracy(model, rows: List[Dict]) -> float:
     """P@1 of ``model`` over ``rows`` (all candidates ranked)."""
+    from parlai_docgraph.models.selector.common import rank_candidates
+
     correct = 0
     with torch.no_grad():
         for i in range(0, len(rows), 64):
             chunk = rows[i:i + 64]
             batch, _ = collate(chunk)
             batch.pop("gold")
-            ranked = model.rank(model(**batch))
+            ranked = rank_candidates(model(**batch))
             correct += sum(int(r[0]) == row["gold"] for r, row in zip(ranked, chunk))
     return correct / len(rows)
 

@@ -11,6 +11,7 @@ import torch
 from parlai.core.torch_agent import Batch
 
 from parlai_docgraph.agents.graph_selector.evaluation import top_concepts
+from parlai_docgraph.models.selector.common import rank_candidates
 
 
 class SelectMixin:
@@ -39,7 +40,7 @@ class SelectMixin:
         self.model.eval()
         out = self._forward(batch, with_gold=False)
         scores = out.scores.float().cpu()
-        order = torch.sort(scores, descending=True, stable=True).indices.tolist()
+        order = rank_candidates(out)[0].tolist()
         concepts: List[str] = []
         if self.selector.use_concepts and fields.get("concept_texts") is not None:
             concepts = top_concepts(out.concept_logits.float().cpu(),

@@ -5,7 +5,7 @@ collation of several graphs into one disjoint graph (tensors a ParlAI ``Batch`` 
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -127,3 +127,20 @@ def collate_graphs(
                 [torch.full((index[key].numel(),), b, dtype=torch.long)
                  for b, index in enumerate(indices)])
     return out
+
+
+@torch.no_grad()
+def rank_candidates(out: Any) -> List[Tensor]:
+    """
+    Per example, indices into that example's input candidates, best score first (ties keep
+    input order). ``out``: a selector output (``scores``, ``keep``, ``cand2example``,
+    ``cand_offset``, ``num_examples``) of either selector, its scores as the caller wants
+    them ranked (the agent adds its similarity terms first).
+    """
+    ptr = example_offsets(out.cand2example, out.num_examples).tolist()
+    ranked: List[Tensor] = []
+    for b in range(out.num_examples):
+        lo, hi = ptr[b], ptr[b + 1]
+        local = out.keep[lo:hi] - out.cand_offset[b]
+        ranked.append(local[torch.sort(out.scores[lo:hi], descending=True, stable=True).indices])
+    return ranked

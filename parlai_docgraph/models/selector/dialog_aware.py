@@ -6,7 +6,7 @@ Li et al. (2.2) dialog-aware graph knowledge selector: context nodes (Eq. 1), EG
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -261,14 +261,3 @@ class DialogAwareSelector(nn.Module):
         bce = F.binary_cross_entropy_with_logits(logits, concept_label.float(), reduction="sum")
         loss_n = bce / max(logits.numel(), 1)
         return loss_c + self.concept_loss_weight * loss_n, {"loss_c": loss_c, "loss_n": loss_n}
-
-    @torch.no_grad()
-    def rank(self, out: SelectorOutput) -> List[Tensor]:
-        """Per example, candidate indices (into that example's input candidates) best first."""
-        ptr = example_offsets(out.cand2example, out.num_examples).tolist()
-        ranked: List[Tensor] = []
-        for b in range(out.num_examples):
-            lo, hi = ptr[b], ptr[b + 1]
-            local = out.keep[lo:hi] - out.cand_offset[b]
-            ranked.append(local[out.scores[lo:hi].argsort(descending=True)])
-        return ranked
