@@ -141,12 +141,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         config = GraphConfig.from_opt(opt)
         variant = config.variant
         if not variant.text_only:
-            # frozen node features (Li 2.1): a separate, untrained copy, not saved with the
-            # model (rebuilt from --encoder-model), on the model's device
-            node_encoder, _ = load_encoder(opt["encoder_model"])
-            node_encoder.requires_grad_(False).eval()
-            if self.use_cuda:
-                node_encoder.cuda()
+            node_encoder = self._frozen_encoder()  # frozen node features (Li 2.1)
         pooling = resolve_pooling(opt)
         store = None
         if opt["graph_cache"] == "store":
@@ -183,28 +178,27 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         return (bool(self.opt["node_relevance"])
                 and not GraphVariant(self.opt["graph_variant"]).text_only)
 
+    def _frozen_encoder(self):
+        """A separate, untrained copy of ``--encoder-model`` on the model's device, not saved
+        with the model (rebuilt from the option): node features and the frozen similarity terms."""
+        frozen, _ = load_encoder(self.opt["encoder_model"])
+        frozen.requires_grad_(False).eval()
+        return frozen.cuda() if self.use_cuda else frozen
+
     def _build_prior(self, encoder, node_encoder) -> List[SimilarityPrior]:
         """The similarity terms (prior.py): ``--similarity-prior`` over the shared
         (fine-tuned) or the frozen encoder, ``--zero-shot-prior`` over the frozen one."""
         opt = self.opt
-        frozen = node_encoder
-
-        def frozen_encoder():
-            nonlocal frozen
-            if frozen is None:  # text-only variants load no node encoder
-                frozen, _ = load_encoder(opt["encoder_model"])
-                frozen.requires_grad_(False).eval()
-                if self.use_cuda:
-                    frozen.cuda()
-            return frozen
-
+        shared = opt["similarity_prior_encoder"] == "shared"
+        frozen = node_encoder  # text-only variants load none: one copy for both terms then
+        if frozen is None and (opt["zero_shot_prior"] or (opt["similarity_prior"] and not shared)):
+            frozen = self._frozen_encoder()
         terms: List[SimilarityPrior] = []
         if opt["similarity_prior"]:
-            shared = opt["similarity_prior_encoder"] == "shared"
-            terms.append(SimilarityPrior(encoder if shared else frozen_encoder(), self.tokenizer,
+            terms.append(SimilarityPrior(encoder if shared else frozen, self.tokenizer,
                                          opt["similarity_prior"]))
         if opt["zero_shot_prior"]:
-            terms.append(SimilarityPrior(frozen_encoder(), self.tokenizer, opt["zero_shot_prior"]))
+            terms.append(SimilarityPrior(frozen, self.tokenizer, opt["zero_shot_prior"]))
         return terms
 
     def init_optim(self, params, optim_states=None, saved_optim_type=None,

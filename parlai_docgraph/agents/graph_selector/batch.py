@@ -108,12 +108,17 @@ class GraphProvider:
                 embed_cache, describe_encoder(node_encoder, tokenizer, limit))
         self._memo: LRUMemo[str, ExampleGraph] = LRUMemo(memo_size)
         self._offered: LRUMemo[str, DocumentGraph] = LRUMemo(memo_size)
-        self.extended = 0  # graphs made by extending a memoised pool's (per_turn background)
         self.attached = 0  # graphs taken from teachers' messages (offer)
 
     @property
     def uses_graph(self) -> bool:
         return self.factory is not None
+
+    @property
+    def extended(self) -> int:
+        """Graphs made by extending a memoised pool's (``--background per_turn``); the
+        factory counts them."""
+        return self.factory.extended if self.factory is not None else 0
 
     def offer(self, passages: Passages, key: Optional[str], graph: Any) -> bool:
         """
@@ -140,7 +145,6 @@ class GraphProvider:
                 and len(base) < len(passages) and passages[:len(base)] == base):
             hit = self._memo.get(_pool_key(base))
             if hit is not None:
-                self.extended += 1
                 return self.factory.extend(hit.graph, passages[len(base):])
         offered = self._offered.get(_pool_key(passages))
         if offered is not None:

@@ -253,10 +253,13 @@ class Responder(nn.Module):
         ids, mask = left_pad(prompts, self.pad_id)
         width, device = ids.size(1), self._device()
         block = config.no_repeat_ngram_size or 0
+        beam = (config.num_beams or 1) > 1
         config.update(
             max_new_tokens=max(budgets), min_new_tokens=min(config.min_new_tokens or 0, max(budgets)),
             no_repeat_ngram_size=0, eos_token_id=self.eos_id, pad_token_id=self.pad_id,
-            output_logits=True, output_scores=True, return_dict_in_generate=True)
+            # raw logits give the tokens' log-probabilities; processed scores are kept only
+            # for beam search, whose ranking score (sequences_scores) needs them
+            output_logits=True, output_scores=beam, return_dict_in_generate=True)
         rng = (torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else [])
                if seed is not None else contextlib.nullcontext())
         with rng, positions_below(self.lm, self.max_length):
@@ -267,7 +270,6 @@ class Responder(nn.Module):
                 logits_processor=LogitsProcessorList([ReplyNgramBlock(block, width)] if block > 0 else []),
                 stopping_criteria=StoppingCriteriaList([ReplyBudget(budgets, width)]),
             )
-        beam = (config.num_beams or 1) > 1
         steps = self.lm.compute_transition_scores(
             out.sequences, out.logits, out.beam_indices if beam else None, normalize_logits=True)
         ranked = out.sequences_scores.tolist() if beam else None
