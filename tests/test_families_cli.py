@@ -76,6 +76,23 @@ def test_selector_trains_and_evaluates(family_dirs, store, tmp_path, family, var
     assert _value(report, "exs") >= 4
 
 
+@pytest.mark.parametrize("family,variant", (("roberta", "none"), ("bert", "full")))
+def test_selector_with_both_similarity_terms_trains(family_dirs, store, tmp_path, family, variant):
+    """The zoo recipe's --similarity-prior (shared) + --zero-shot-prior (frozen) on each
+    encoder family; ``none`` loads the frozen copy only for the term, ``full`` shares its
+    node encoder."""
+    mf = str(tmp_path / "sel")
+    common = ("-t", "docgraph:sample", "--label-type", "chosen_sent", "--datapath", str(store))
+    _train("-m", "docgraph/graph_selector", *common, "-mf", mf, "--graph-variant", variant,
+           "--encoder-model", str(family_dirs[family]), "--similarity-prior", "20",
+           "--zero-shot-prior", "5", "--max-train-steps", "2", "-bs", "4",
+           "--validation-max-exs", "4", "-vstep", "100", "--short-final-eval", "true", *SMALL)
+    opt = json.loads(Path(mf + ".opt").read_text())
+    assert (opt["similarity_prior"], opt["zero_shot_prior"]) == (20, 5)
+    report = _eval("-mf", mf, *common, "-dt", "valid", "-bs", "4", "-ne", "4")
+    assert 0.0 <= _value(report, "know_acc") <= 1.0 and _value(report, "exs") >= 4
+
+
 @pytest.mark.parametrize("family", ("gpt2", "llama", "qwen"))
 def test_responder_trains_and_decodes(family_dirs, store, tmp_path, family):
     mf = str(tmp_path / "resp")
