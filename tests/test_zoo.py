@@ -151,3 +151,21 @@ def test_model_list_entries():
         mod = importlib.import_module(f"parlai.zoo.{module}")
         assert callable(mod.download)
         assert entry["example"].startswith("parlai ") and entry["path"] in entry["example"]
+
+
+def test_data_fingerprint_follows_the_data_not_the_location(tmp_path):
+    """The recipe's ``data`` digest changes when a training file is edited or added, and not
+    when the same files live elsewhere (a moved clone keeps its built model)."""
+    from parlai_docgraph.zoo.recipe import data_fingerprint
+
+    a, b = tmp_path / "a", tmp_path / "elsewhere" / "b"
+    for folder in (a, b):
+        (folder / "docs").mkdir(parents=True)
+        (folder / "questions.jsonl").write_text('{"q": 1}\n')
+        (folder / "docs" / "x.md").write_text("# X\n\nOne sentence.\n")
+    assert data_fingerprint(a) == data_fingerprint(b)
+    (b / "docs" / "x.md").write_text("# X\n\nOne sentence changed.\n")
+    assert data_fingerprint(a) != data_fingerprint(b)
+    (b / "docs" / "x.md").write_text("# X\n\nOne sentence.\n")
+    (b / "docs" / "y.md").write_text("")
+    assert data_fingerprint(a) != data_fingerprint(b)

@@ -4,7 +4,9 @@ Deterministic zoo builds: train the parts of a ``-m docgraph`` pipeline with Par
 
 A recipe is plain data (a dict of argument lists), so its hash versions the build: the
 ``.built`` marker holds ``<name>-<sha256 of the recipe>[:12]`` (ParlAI's ``built()`` format),
-and a folder built from another recipe, or left half-built, is rebuilt. The marker is
+and a folder built from another recipe, or left half-built, is rebuilt. A recipe's optional
+``data`` entry holds :func:`data_fingerprint` digests of the bundled files it trains on, so
+new or edited training data rebuild the model too. The marker is
 written atomically last, so a killed build never looks finished.
 """
 
@@ -25,6 +27,19 @@ from parlai.utils import logging
 from parlai_docgraph.atomic import write_text_atomic
 
 Recipe = Dict[str, Any]
+
+
+def data_fingerprint(folder: "str | os.PathLike[str]") -> str:
+    """sha256 over the relative names and bytes of every file under ``folder`` (sorted), so
+    the digest depends on the data, not on where the clone lives."""
+    from pathlib import Path
+
+    root = Path(folder)
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def recipe_version(recipe: Recipe) -> str:
