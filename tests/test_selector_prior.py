@@ -104,3 +104,15 @@ def test_zero_shot_prior_adds_the_frozen_cosine_beside_the_shared_term(tiny_enco
         expected = zero_shot(batch.turns, batch.candidates, keep)
     assert expected.abs().max() > 0
     assert torch.allclose(b - a, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", ["full", "none"])
+def test_two_frozen_terms_are_one_term(variant, tiny_encoder, datapath):
+    """``--similarity-prior-encoder frozen`` with ``--zero-shot-prior``: both terms use the
+    same frozen encoder, so they are one term of weight lambda + mu (cosines computed once),
+    on the node encoder's copy when the variant has one."""
+    agent = _agent(tiny_encoder, datapath, "--graph-variant", variant, "--similarity-prior",
+                   "5", "--similarity-prior-encoder", "frozen", "--zero-shot-prior", "3")
+    (term,) = agent.priors
+    assert term.weight == 8 and term.encoder is not agent.model.context_encoder
+    assert not any(p.requires_grad for p in term.encoder.parameters())

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Dict, List
 
 from parlai.utils import logging
@@ -32,8 +33,6 @@ Recipe = Dict[str, Any]
 def data_fingerprint(folder: "str | os.PathLike[str]") -> str:
     """sha256 over the relative names and bytes of every file under ``folder`` (sorted), so
     the digest depends on the data, not on where the clone lives."""
-    from pathlib import Path
-
     root = Path(folder)
     digest = hashlib.sha256()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):

@@ -193,13 +193,13 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         frozen = node_encoder  # text-only variants load none: one copy for both terms then
         if frozen is None and (opt["zero_shot_prior"] or (opt["similarity_prior"] and not shared)):
             frozen = self._frozen_encoder()
-        terms: List[SimilarityPrior] = []
+        # weight per encoder: two terms over the one frozen encoder are one term, computed once
+        weights: Dict[Any, float] = {}
         if opt["similarity_prior"]:
-            terms.append(SimilarityPrior(encoder if shared else frozen, self.tokenizer,
-                                         opt["similarity_prior"]))
+            weights[encoder if shared else frozen] = opt["similarity_prior"]
         if opt["zero_shot_prior"]:
-            terms.append(SimilarityPrior(frozen, self.tokenizer, opt["zero_shot_prior"]))
-        return terms
+            weights[frozen] = weights.get(frozen, 0.0) + opt["zero_shot_prior"]
+        return [SimilarityPrior(e, self.tokenizer, w) for e, w in weights.items()]
 
     def init_optim(self, params, optim_states=None, saved_optim_type=None,
                    is_finetune: bool = False) -> bool:

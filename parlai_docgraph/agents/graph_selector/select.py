@@ -39,12 +39,13 @@ class SelectMixin:
             batch = batch.to("cuda")
         self.model.eval()
         out = self._forward(batch, with_gold=False)
-        scores = out.scores.float().cpu()
         order = rank_candidates(out)[0].tolist()
+        # out.scores follow out.keep (every candidate at inference): key them by candidate
+        score_of = dict(zip((out.keep - out.cand_offset[0]).tolist(), out.scores.float().tolist()))
         concepts: List[str] = []
         if self.selector.use_concepts and fields.get("concept_texts") is not None:
             concepts = top_concepts(out.concept_logits.float().cpu(),
                                     fields["concept2example"], fields["concept_texts"])[0]
         return {"sentence": cands[order[0]],
-                "scores": {cands[i]: float(scores[i]) for i in order},
+                "scores": {cands[i]: score_of[i] for i in order},
                 "top_concepts": concepts}
