@@ -116,3 +116,47 @@ def test_two_frozen_terms_are_one_term(variant, tiny_encoder, datapath):
     (term,) = agent.priors
     assert term.weight == 8 and term.encoder is not agent.model.context_encoder
     assert not any(p.requires_grad for p in term.encoder.parameters())
+
+
+def _own_loss_after_steps(weight: str, steps: int, tiny_encoder, datapath):
+    """The model's own ranking loss (no similarity terms) on a fixed training batch after
+    ``steps`` train steps with ``--own-loss-weight weight``, from the same initial weights,
+    with a similarity term that already ranks every gold first by a wide margin (as MiniLM's
+    cosine does for most training questions); and the metrics of the last step."""
+    from test_graph_selector import _observed
+
+    from parlai_docgraph.agents.graph_selector.prior import ranking_loss
+
+    torch.manual_seed(0)
+    agent = _agent(tiny_encoder, datapath, "--graph-variant", "none", "--similarity-prior",
+                   "5", "--similarity-prior-encoder", "frozen", "--own-loss-weight", weight,
+                   "--num-negatives", "0", "--shuffle-candidates", "false", "-lr", "1e-2")
+    obs = _observed(agent, agent.opt, 4)
+    batch = agent.batchify(obs)
+    sizes = [len(c) for c in batch.candidates]
+    gold = torch.zeros(sum(sizes))
+    gold[torch.tensor(sizes).cumsum(0) - torch.tensor(sizes) + batch.gold] = 1.0
+
+    def knows_the_gold(turns, candidates, keep):
+        return 50.0 * gold[keep]
+
+    agent.priors = [knows_the_gold]
+    metrics = {}
+    for _ in range(steps):
+        metrics = agent.batch_act(obs)[0].get("metrics", {})
+    agent.model.eval()
+    with torch.no_grad():
+        return float(ranking_loss(agent._model_forward(batch, with_gold=True))), metrics
+
+
+def test_own_loss_weight_trains_the_models_own_ranking(tiny_encoder, datapath):
+    """When the similarity terms already rank the gold first, the summed ranking loss is ~0
+    and teaches the model's own scores nothing; ``--own-loss-weight 1`` adds their own
+    ranking loss (reported as ``own_loss``), and after the same steps they rank the gold by
+    themselves."""
+    start, _ = _own_loss_after_steps("0", 0, tiny_encoder, datapath)
+    without, plain_metrics = _own_loss_after_steps("0", 16, tiny_encoder, datapath)
+    with_own, metrics = _own_loss_after_steps("1", 16, tiny_encoder, datapath)
+    assert "own_loss" in metrics and "own_loss" not in plain_metrics
+    assert abs(without - start) < 0.05 * start
+    assert with_own < 0.6 * start

@@ -43,6 +43,7 @@ concept labels.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any, Dict, List, Optional
 
@@ -69,7 +70,7 @@ from parlai_docgraph.agents.graph_selector.messages import (
     check_has_candidates, message_passages, multi_reference_gold, passages_or_empty, recent_turns,
 )
 from parlai_docgraph.agents.graph_selector.optim import parameter_groups
-from parlai_docgraph.agents.graph_selector.prior import SimilarityPrior, last_turn
+from parlai_docgraph.agents.graph_selector.prior import SimilarityPrior, last_turn, ranking_loss
 from parlai_docgraph.agents.graph_selector.select import SelectMixin
 
 
@@ -104,6 +105,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         opt_from_disk = super().upgrade_opt(opt_from_disk)
         opt_from_disk.setdefault("encoder_pooling", "cls")
         opt_from_disk.setdefault("node_relevance", False)  # models saved before it existed
+        opt_from_disk.setdefault("own_loss_weight", 0.0)
         return opt_from_disk
 
     @staticmethod
@@ -324,6 +326,11 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
 
     # ------------------------------------------------------------------ forward
     def _forward(self, batch, with_gold: bool):
+        """The model's output with the similarity terms added to its scores."""
+        return self._add_prior(batch, self._model_forward(batch, with_gold))
+
+    def _model_forward(self, batch, with_gold: bool):
+        """The model's own output (Eq. 4 logits, no similarity terms)."""
         context = {"input_ids": batch.cand_input_ids,
                    "attention_mask": batch.cand_attention_mask}
         if batch.get("cand_token_type_ids") is not None:
@@ -349,16 +356,18 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                 "no_passage_index": batch.get("no_passage_index")}
                if self.opt["graph_variant"] == GraphVariant.MULTILEVEL else {}),
         )
-        return self._add_prior(batch, out)
+        return out
 
     def _add_prior(self, batch, out):
-        """``out`` with the similarity terms (``--similarity-prior``, ``--zero-shot-prior``) added to its scores."""
+        """A copy of ``out`` with the similarity terms (``--similarity-prior``,
+        ``--zero-shot-prior``) added to its scores (``out`` itself keeps the model's own)."""
         if not self.priors or batch.get("candidates") is None:
             return out
+        scores = out.scores
         for term in self.priors:
             prior = term(batch.turns, batch.candidates, out.keep)
-            out.scores = out.scores + prior.to(out.scores.device, out.scores.dtype)
-        return out
+            scores = scores + prior.to(scores.device, scores.dtype)
+        return dataclasses.replace(out, scores=scores)
 
     def score_candidates(self, batch, cand_vecs=None, cand_encs=None):
         """
@@ -399,9 +408,15 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             return Output()
         self.model.train()
         self.zero_grad()
-        out = self._forward(batch, with_gold=True)
+        own = self._model_forward(batch, with_gold=True)
+        out = self._add_prior(batch, own)
         loss, parts = self._loss(batch, out)
         self._record_losses(batch, out, parts)
+        if self.priors and self.opt["own_loss_weight"]:
+            own_loss = ranking_loss(own)
+            self.record_local_metric("own_loss", AverageMetric.many(
+                [float(own_loss.detach())] * batch.batchsize))
+            loss = loss + self.opt["own_loss_weight"] * own_loss
         self.backward(loss)
         self.update_params()
         return Output()
