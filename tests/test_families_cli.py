@@ -78,17 +78,17 @@ def test_selector_trains_and_evaluates(family_dirs, store, tmp_path, family, var
 
 @pytest.mark.parametrize("family,variant", (("roberta", "none"), ("bert", "full")))
 def test_selector_with_both_similarity_terms_trains(family_dirs, store, tmp_path, family, variant):
-    """The zoo recipe's --similarity-prior (shared) + --zero-shot-prior (frozen) on each
-    encoder family; ``none`` loads the frozen copy only for the term, ``full`` shares its
+    """The zoo recipe's --similarity-prior (shared) + --zero-shot-prior (frozen) +
+    --own-loss-weight on each encoder family; ``none`` loads the frozen copy only for the term, ``full`` shares its
     node encoder."""
     mf = str(tmp_path / "sel")
     common = ("-t", "docgraph:sample", "--label-type", "chosen_sent", "--datapath", str(store))
     _train("-m", "docgraph/graph_selector", *common, "-mf", mf, "--graph-variant", variant,
            "--encoder-model", str(family_dirs[family]), "--similarity-prior", "20",
-           "--zero-shot-prior", "5", "--max-train-steps", "2", "-bs", "4",
+           "--zero-shot-prior", "5", "--own-loss-weight", "1", "--max-train-steps", "2", "-bs", "4",
            "--validation-max-exs", "4", "-vstep", "100", "--short-final-eval", "true", *SMALL)
     opt = json.loads(Path(mf + ".opt").read_text())
-    assert (opt["similarity_prior"], opt["zero_shot_prior"]) == (20, 5)
+    assert (opt["similarity_prior"], opt["zero_shot_prior"], opt["own_loss_weight"]) == (20, 5, 1)
     report = _eval("-mf", mf, *common, "-dt", "valid", "-bs", "4", "-ne", "4")
     assert 0.0 <= _value(report, "know_acc") <= 1.0 and _value(report, "exs") >= 4
 

@@ -125,7 +125,7 @@ def _own_loss_after_steps(weight: str, steps: int, tiny_encoder, datapath):
     cosine does for most training questions); and the metrics of the last step."""
     from test_graph_selector import _observed
 
-    from parlai_docgraph.agents.graph_selector.prior import ranking_loss
+    from parlai_docgraph.models.selector.common import ranking_loss
 
     torch.manual_seed(0)
     agent = _agent(tiny_encoder, datapath, "--graph-variant", "none", "--similarity-prior",
@@ -146,7 +146,8 @@ def _own_loss_after_steps(weight: str, steps: int, tiny_encoder, datapath):
         metrics = agent.batch_act(obs)[0].get("metrics", {})
     agent.model.eval()
     with torch.no_grad():
-        return float(ranking_loss(agent._model_forward(batch, with_gold=True))), metrics
+        own = agent._model_forward(batch, with_gold=True)
+        return float(ranking_loss(own.scores, own.cand2example, own.num_examples, own.gold)), metrics
 
 
 def test_own_loss_weight_trains_the_models_own_ranking(tiny_encoder, datapath):

@@ -55,6 +55,7 @@ from parlai.core.torch_agent import Output
 from parlai.core.torch_ranker_agent import TorchRankerAgent
 
 from parlai_docgraph.graphs.cache import default_store_root
+from parlai_docgraph.models.selector.common import ranking_loss
 from parlai_docgraph.graphs.embed import encoder_limit
 from parlai_docgraph.graphs.config import GraphConfig, GraphVariant
 from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
@@ -70,7 +71,7 @@ from parlai_docgraph.agents.graph_selector.messages import (
     check_has_candidates, message_passages, multi_reference_gold, passages_or_empty, recent_turns,
 )
 from parlai_docgraph.agents.graph_selector.optim import parameter_groups
-from parlai_docgraph.agents.graph_selector.prior import SimilarityPrior, last_turn, ranking_loss
+from parlai_docgraph.agents.graph_selector.prior import SimilarityPrior, last_turn
 from parlai_docgraph.agents.graph_selector.select import SelectMixin
 
 
@@ -413,7 +414,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         loss, parts = self._loss(batch, out)
         self._record_losses(batch, out, parts)
         if self.priors and self.opt["own_loss_weight"]:
-            own_loss = ranking_loss(own)
+            own_loss = ranking_loss(own.scores, own.cand2example, own.num_examples, own.gold)
             self.record_local_metric("own_loss", AverageMetric.many(
                 [float(own_loss.detach())] * batch.batchsize))
             loss = loss + self.opt["own_loss_weight"] * own_loss

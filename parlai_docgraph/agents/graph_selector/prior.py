@@ -78,15 +78,6 @@ def add_prior_args(group: Any) -> None:
         "copy (a fixed prior)")
 
 
-def ranking_loss(out: Any) -> Tensor:
-    """Eq. 6 of a selector output's ``scores``: the mean over examples of
-    ``-log softmax(scores of the example's kept candidates)[gold]``."""
-    from parlai_docgraph.models.selector.common import segment_log_softmax
-
-    logp = segment_log_softmax(out.scores, out.cand2example, out.num_examples)
-    return -logp[out.gold].mean()
-
-
 def last_turn(text: str) -> str:
     """The last non-empty line of a ParlAI ``text`` (the latest utterance)."""
     lines = [line for line in (text or "").splitlines() if line.strip()]

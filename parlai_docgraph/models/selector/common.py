@@ -1,5 +1,5 @@
 """
-Flat-batch helpers shared by the selectors: per-example log-softmax, negative sampling and
+Flat-batch helpers shared by the selectors: per-example log-softmax and ranking loss, negative sampling and
 collation of several graphs into one disjoint graph (tensors a ParlAI ``Batch`` can carry).
 """
 
@@ -23,6 +23,13 @@ def segment_log_softmax(logits: Tensor, index: Tensor, num_segments: int) -> Ten
     shifted = logits - top[index]
     norm = scatter(shifted.exp(), index, 0, num_segments, reduce="sum")
     return shifted - norm.clamp_min(1e-30).log()[index]
+
+
+def ranking_loss(logits: Tensor, index: Tensor, num_segments: int, gold: Tensor) -> Tensor:
+    """The ranking loss (Li Eq. 6, Zhang & Tan Eq. 9's selection term): the mean over
+    examples of ``-log softmax(logits of the example)[gold]``, ``gold`` flat indices into
+    ``logits``."""
+    return -segment_log_softmax(logits, index, num_segments)[gold].mean()
 
 
 def example_offsets(item2example: Tensor, num_examples: int) -> Tensor:

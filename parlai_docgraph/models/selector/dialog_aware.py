@@ -14,7 +14,7 @@ from torch import Tensor, nn
 
 from parlai_docgraph.graphs.config import GraphVariant
 from parlai_docgraph.graphs.schema import EDGE_TYPES, NODE_TYPES, DocumentGraph
-from parlai_docgraph.models.selector.common import example_offsets, pool_tokens, sample_negatives, segment_log_softmax
+from parlai_docgraph.models.selector.common import example_offsets, pool_tokens, ranking_loss, sample_negatives
 from parlai_docgraph.models.selector.egat import EGATConv
 from parlai_docgraph.models.selector.relevance import RelevanceEmbedding
 
@@ -251,8 +251,7 @@ class DialogAwareSelector(nn.Module):
         """Eq. 8 ``L_c + beta L_n`` (mean over examples / concept nodes) and its parts."""
         if out.gold is None:
             raise ValueError("loss needs the forward pass to be given gold")
-        logp = segment_log_softmax(out.scores, out.cand2example, out.num_examples)
-        loss_c = -logp[out.gold].mean()
+        loss_c = ranking_loss(out.scores, out.cand2example, out.num_examples, out.gold)
         logits = out.concept_logits
         if concept_label is None:
             concept_label = logits.new_zeros(logits.shape)

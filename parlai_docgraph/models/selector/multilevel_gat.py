@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GATConv
 
-from parlai_docgraph.models.selector.common import example_offsets, segment_log_softmax
+from parlai_docgraph.models.selector.common import example_offsets, ranking_loss
 
 
 @dataclass
@@ -153,8 +153,8 @@ class MultiLevelGAT(nn.Module):
         the word targets of :func:`word_selection_targets` (means over examples / S').
         """
         ptr = example_offsets(out.segment2example, out.num_examples)
-        logp = segment_log_softmax(out.segment_logits, out.segment2example, out.num_examples)
-        loss_know = -logp[ptr[:-1] + gold].mean()
+        loss_know = ranking_loss(out.segment_logits, out.segment2example, out.num_examples,
+                                 ptr[:-1] + gold)
         logits = out.word_logits
         if word_mask is None:
             word_mask = torch.zeros(logits.size(0), dtype=torch.bool, device=logits.device)
