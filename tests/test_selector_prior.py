@@ -161,3 +161,26 @@ def test_own_loss_weight_trains_the_models_own_ranking(tiny_encoder, datapath):
     assert "own_loss" in metrics and "own_loss" not in plain_metrics
     assert abs(without - start) < 0.05 * start
     assert with_own < 0.6 * start
+
+
+def test_frozen_term_embeds_each_text_once(tiny_encoder, datapath):
+    """The frozen term memoises its embeddings (candidates repeat across a document's
+    questions): a second call embeds nothing new and returns the same values as embedding
+    every text again; the shared, trained term keeps no memo."""
+    agent = _agent(tiny_encoder, datapath, "--graph-variant", "none", "--similarity-prior",
+                   "5", "--similarity-prior-encoder", "frozen")
+    (term,) = agent.priors
+    lines = [[f"{t} {s}" for t, ss in POOL for s in ss]]
+    keep = torch.tensor([0, 2, 3])
+    first = term(["when is honey taken?"], lines, keep)
+    assert len(term.memo) == 4 and term.memo.misses == 4
+    calls = []
+    term.encoder.register_forward_hook(lambda *a: calls.append(1))
+    again = term(["when is honey taken?"], lines, keep)
+    assert calls == [] and torch.equal(first, again)
+    enc, tok = term.encoder, term.tokenizer
+    fresh = sentence_vectors([lines[0][i] for i in (0, 2, 3)], enc, tok) @ sentence_vectors(
+        ["when is honey taken?"], enc, tok)[0]
+    assert torch.allclose(first, 5 * fresh, atol=1e-5)
+    shared = _agent(tiny_encoder, datapath, "--graph-variant", "none", "--similarity-prior", "5")
+    assert shared.priors[0].memo is None
