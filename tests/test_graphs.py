@@ -346,6 +346,29 @@ def test_coref_apposition_and_exact_repeats(dep):
     assert clusters.count(["ship"]) == 2
 
 
+def test_coref_first_names_possessors_and_pronominal_topics(dep):
+    """A bare first name joins the full name; "Greta's son Erik ... He" is the son, not the
+    possessor; "her mother ... As a child she" is the "her" the sentence is about."""
+    graph = build_document_graph([("t", [
+        "The bakery was opened by Greta Hansen in 1952.",
+        "She sold only rye bread.",
+        "Greta's son Erik took over in 1978.",
+        "He added cakes.",
+        "Ada Lindqvist was born on a farm.",
+        "Her father grew potatoes and her mother kept bees.",
+        "As a child she pressed flowers.",
+        "She studied botany.",
+    ])], parser=dep)
+    clusters = [mention_texts(graph, n) for n in graph.nodes if n.kind == "entity"]
+    greta = next(c for c in clusters if "Greta Hansen" in c)
+    son = next(c for c in clusters if "Erik" in c)
+    ada = next(c for c in clusters if "Ada Lindqvist" in c)
+    assert greta == ["Greta Hansen", "She", "Greta"]
+    assert son[-1] == "He" and "Greta" not in son
+    assert ada == ["Ada Lindqvist", "Her", "her", "she", "She"]
+    assert not any("mother" in m for m in ada) and ["child"] in clusters
+
+
 def test_coref_clusters_are_deterministic(dep):
     parsed = dep.parse(BACH[1] + TOWER[1])
     assert RuleCoref().resolve(parsed) == RuleCoref().resolve(parsed)

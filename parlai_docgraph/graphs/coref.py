@@ -12,7 +12,9 @@ earlier cluster by the first rule that applies:
    holding a name with the same head word whose name tokens contain, or are contained in,
    its own ("Johann Sebastian Bach" ... "Bach"; "Winstanley" ... "Henry Winstanley"),
    unless it has a modifier the other lacks ("the third Eddystone Lighthouse" is not "the
-   first Eddystone Lighthouse").
+   first Eddystone Lighthouse"). A one-word person name with no such cluster joins the
+   nearest earlier person name it begins ("Greta Hansen" ... "Greta"; either mention
+   tagged PERSON).
 2. **Exact repeats**: a common-noun mention without determiner or with a definite one, and
    without pronoun words, joins the nearest earlier mention with the same text ("science
    fiction" ... "science fiction"; never "a ship" ... "a ship").
@@ -22,7 +24,11 @@ earlier cluster by the first rule that applies:
    "Smeaton's Tower"; "the present tower" does not match "Smeaton's Tower").
 4. **Pronouns** (third person): the nearest compatible antecedent, searched right-to-left in
    the pronoun's own sentence, then sentence by sentence backwards (``pronoun_window``
-   sentences), left-to-right inside each earlier sentence (so subjects are preferred).
+   sentences). Inside each earlier sentence the entities it refers to by a pronoun come
+   first (the entity the text is about, as in centering theory), then agents (ARG0), then
+   left to right, a phrase before the possessor inside it: "Her father grew potatoes and
+   her mother kept bees. As a child she ..." is the "her", not the mother; "Greta's son
+   Erik took over. He added cakes" is the son, not Greta.
    he/she need a person-like cluster (a person noun such as "keeper", an earlier he/she, or
    a PERSON entity unless the cluster also holds a non-person common noun such as "the
    tower" or is a possessive name such as "Smeaton's Tower") of a compatible gender;
@@ -149,7 +155,7 @@ class RuleCoref:
     """Deterministic rule-based coreference (see the module docstring)."""
 
     name = "rule"
-    version = "rule-v2"  # bump on any rule change: it is part of graph-store keys
+    version = "rule-v3"  # bump on any rule change: it is part of graph-store keys
 
     def __init__(self, pronoun_window: int = 3, description_window: int = 10) -> None:
         self.pronoun_window = pronoun_window
@@ -187,6 +193,10 @@ class RuleCoref:
                 extra = set(m.modifiers) - mine - _words(o)
                 if (mine <= theirs or theirs <= mine) and not extra:
                     return state.cluster_of[oref]
+            if len(m.name) == 1 and not m.modifiers:
+                for oref, o in reversed(seen.first_names.get(m.name[0], ())):
+                    if "PERSON" in (m.ent, o.ent):
+                        return state.cluster_of[oref]
             return None
         exact = m.determiner in EXACT_DETERMINERS and not _words(m) & PRONOUNS.keys()
         if m.pos == "NOUN" and exact:
@@ -218,7 +228,7 @@ class RuleCoref:
         own = [(r, o) for r, o in seen.by_sentence.get(s, ()) if r[2] <= m.start]
         order = list(reversed(own))
         for sent in range(s - 1, s - 1 - self.pronoun_window, -1):
-            order.extend(seen.by_sentence.get(sent, ()))
+            order.extend(self._salience_order(seen.by_sentence.get(sent, ()), seen, state))
         for oref, o in order:
             if not m.possessive and mine & coargs.get(oref, set()):
                 continue
@@ -226,6 +236,15 @@ class RuleCoref:
             if state.agrees(cluster, pronoun):
                 return cluster
         return None
+
+    @staticmethod
+    def _salience_order(mentions: Sequence[Tuple[MentionRef, Mention]], seen: "_Seen",
+                        state: _Clusters) -> List[Tuple[MentionRef, Mention]]:
+        """An earlier sentence's mentions in the order pronouns try them (module docstring,
+        rule 4): entities it pronominalises, agents, then left to right, outer first."""
+        centers = {state.cluster_of[r] for r, o in mentions if _is_pronoun(o)}
+        return sorted(mentions, key=lambda x: (
+            state.cluster_of[x[0]] not in centers, x[0] not in seen.agents, x[0][1], -x[0][2]))
 
 
 class RuleCorefRun:
@@ -262,6 +281,8 @@ class RuleCorefRun:
             for p, pred in enumerate(ps.predicates):
                 for arg in pred.arguments:
                     self.coargs.setdefault((s, *arg.mention.key), set()).add((s, p))
+                    if arg.role == "ARG0":
+                        seen.agents.add((s, *arg.mention.key))
             for head, other in ps.appositions:
                 appos[(s, *other.key)] = (s, *head.key)
         for s, ps in enumerate(parsed, base):
@@ -303,11 +324,17 @@ class _Seen:
         self.names: Dict[str, List[Tuple[MentionRef, Mention]]] = {}
         self.nouns: Dict[str, List[Tuple[MentionRef, Mention]]] = {}
         self.by_sentence: Dict[int, List[Tuple[MentionRef, Mention]]] = {}
+        #: mentions that are some predicate's ARG0 (preferred antecedents of pronouns)
+        self.agents: Set[MentionRef] = set()
+        #: multi-word names by their first token ("greta" -> "Greta Hansen")
+        self.first_names: Dict[str, List[Tuple[MentionRef, Mention]]] = {}
 
     def add(self, ref: MentionRef, m: Mention) -> None:
         self.by_sentence.setdefault(ref[0], []).append((ref, m))
         if m.pos == "PROPN" and m.name:
             self.names.setdefault(m.head.lower(), []).append((ref, m))
+            if len(m.name) > 1:
+                self.first_names.setdefault(m.name[0], []).append((ref, m))
         if m.pos in ("NOUN", "PROPN"):
             for key in {m.head.lower(), m.head_lemma}:
                 self.nouns.setdefault(key, []).append((ref, m))
