@@ -31,7 +31,11 @@ from parlai_docgraph.zoo.recipe import build_pipeline, data_fingerprint
 #: change of a default elsewhere does not silently change this model (and its version).
 RECIPE = {
     "name": "docgraph-sample",
-    "seed": 0,
+    # the seed with the best docgraph:docqa valid accuracy and MRR (the recipe's -vmt) of
+    # seeds 0-4 built by this recipe: valid accuracy 0.879 / 0.895 / 0.863 / 0.871 / 0.855,
+    # MRR 0.922 / 0.936 / 0.918 / 0.921 / 0.907 (chosen by valid alone; the held-out
+    # figures of all five seeds are in the README, "First hour")
+    "seed": 1,
     # the bundled document questions the selector trains on: edited data rebuild the model
     "data": {"docqa": data_fingerprint(DOCQA)},
     "selector": [
