@@ -184,3 +184,18 @@ def test_frozen_term_embeds_each_text_once(tiny_encoder, datapath):
     assert torch.allclose(first, 5 * fresh, atol=1e-5)
     shared = _agent(tiny_encoder, datapath, "--graph-variant", "none", "--similarity-prior", "5")
     assert shared.priors[0].memo is None
+
+
+def test_node_relevance_and_the_frozen_term_embed_a_turn_once(tiny_encoder, datapath):
+    """With node features, the frozen term uses the graph provider's memoised embeddings:
+    the turn node relevance embeds is not embedded again for the term."""
+    agent = _agent(tiny_encoder, datapath, "--graph-variant", "full", "--node-relevance",
+                   "true", "--similarity-prior", "5", "--zero-shot-prior", "3")
+    (frozen,) = [p for p in agent.priors if p.encoder is not agent.model.context_encoder]
+    assert frozen.vectors is agent.graphs.sentence_vectors and frozen.weight == 3
+    out = agent.select(POOL, "earlier turn\nwhen is honey taken?")
+    assert len(out["scores"]) == 4
+    # node relevance embeds the turn (a miss), the term embeds the 4 lines (misses) and
+    # finds the turn
+    assert (frozen.memo.misses, frozen.memo.hits, len(frozen.memo)) == (5, 1, 5)
+    assert "when is honey taken?" in frozen.memo

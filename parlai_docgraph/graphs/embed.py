@@ -259,3 +259,34 @@ def sentence_vectors(
         return torch.cat([mean_pooled(texts[i : i + batch_size], encoder, tokenizer,
                                       max_length=max_length)
                           for i in range(0, len(texts), batch_size)])
+
+
+class FrozenSentenceVectors:
+    """
+    :func:`mean_pooled` embeddings of a frozen encoder, memoised per text in an
+    :class:`~parlai_docgraph.memo.LRUMemo` of ``memo_size`` texts (``memo``): each distinct
+    new text of a call is embedded once, in one batch, without gradients. The graph
+    selector keeps one per frozen encoder, shared by node relevance (the turn) and the
+    frozen similarity term (the turn and the candidates, which repeat across a document's
+    questions).
+    """
+
+    def __init__(self, encoder: Any, tokenizer: Any, memo_size: int = 20000) -> None:
+        from parlai_docgraph.memo import LRUMemo
+
+        self.encoder, self.tokenizer = encoder, tokenizer
+        self.memo: "LRUMemo[str, Any]" = LRUMemo(memo_size)
+
+    def __call__(self, texts: Sequence[str]) -> Any:
+        """``[len(texts), dim]`` unit-length embeddings, on the encoder's device."""
+        import torch
+
+        if not texts:
+            return torch.zeros(0, self.encoder.config.hidden_size)
+        found = {t: self.memo.get(t) for t in dict.fromkeys(texts)}
+        new = [t for t, v in found.items() if v is None]
+        if new:
+            with torch.no_grad():
+                for t, v in zip(new, mean_pooled(new, self.encoder, self.tokenizer)):
+                    found[t] = self.memo.put(t, v)
+        return torch.stack([found[t] for t in texts])

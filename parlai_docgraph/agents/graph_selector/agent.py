@@ -56,7 +56,7 @@ from parlai.core.torch_ranker_agent import TorchRankerAgent
 
 from parlai_docgraph.graphs.cache import default_store_root
 from parlai_docgraph.models.selector.common import ranking_loss
-from parlai_docgraph.graphs.embed import encoder_limit
+from parlai_docgraph.graphs.embed import FrozenSentenceVectors, encoder_limit
 from parlai_docgraph.graphs.config import GraphConfig, GraphVariant
 from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
 from parlai_docgraph.agents.graph_selector.background import EpisodeBackground
@@ -202,7 +202,12 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             weights[encoder if shared else frozen] = opt["similarity_prior"]
         if opt["zero_shot_prior"]:
             weights[frozen] = weights.get(frozen, 0.0) + opt["zero_shot_prior"]
-        return [SimilarityPrior(e, self.tokenizer, w) for e, w in weights.items()]
+        # the frozen encoder's embeddings are memoised, in the graph provider's memo when
+        # the term's encoder is the node encoder (node relevance embeds the same turns)
+        memo = {node_encoder: self.graphs.sentence_vectors} if node_encoder is not None else {}
+        if frozen is not None and frozen not in memo:
+            memo[frozen] = FrozenSentenceVectors(frozen, self.tokenizer)
+        return [SimilarityPrior(e, self.tokenizer, w, memo.get(e)) for e, w in weights.items()]
 
     def init_optim(self, params, optim_states=None, saved_optim_type=None,
                    is_finetune: bool = False) -> bool:

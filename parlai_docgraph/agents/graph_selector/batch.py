@@ -20,6 +20,7 @@ from torch import Tensor
 
 from parlai_docgraph.graphs.concept_label import concept_label
 from parlai_docgraph.graphs.config import GraphConfig, GraphVariant
+from parlai_docgraph.graphs.embed import FrozenSentenceVectors
 from parlai_docgraph.graphs.factory import GraphFactory
 from parlai_docgraph.graphs.schema import NODE_TYPE_ID, DocumentGraph
 from parlai_docgraph.memo import LRUMemo
@@ -88,6 +89,10 @@ class GraphProvider:
         self.variant = config.variant.value
         self.pooling = pooling
         self.node_encoder, self.tokenizer = node_encoder, tokenizer
+        #: the frozen encoder's memoised sentence embeddings (turns for node relevance; the
+        #: agent's frozen similarity term shares them)
+        self.sentence_vectors = (FrozenSentenceVectors(node_encoder, tokenizer)
+                                 if node_encoder is not None else None)
         self.factory: Optional[GraphFactory] = None
         self.store = None
         if config.uses_graph:
@@ -191,10 +196,9 @@ class GraphProvider:
         return self._memo.put(key, item)
 
     def question_vectors(self, turns: Sequence[str]) -> Tensor:
-        """``[B, dim]`` unit-length mean-pooled frozen-encoder vectors of ``turns``."""
-        from parlai_docgraph.graphs.embed import sentence_vectors
-
-        return sentence_vectors(list(turns), self.node_encoder, self.tokenizer).cpu()
+        """``[B, dim]`` unit-length mean-pooled frozen-encoder vectors of ``turns``
+        (memoised in :attr:`sentence_vectors`)."""
+        return self.sentence_vectors(list(turns)).cpu()
 
 
 def shuffled_order(n: int, rng: random.Random) -> List[int]:

@@ -49,7 +49,7 @@ from typing import Any, List, Optional, Sequence
 import torch
 from torch import Tensor
 
-from parlai_docgraph.graphs.embed import mean_pooled
+from parlai_docgraph.graphs.embed import FrozenSentenceVectors, mean_pooled
 from parlai_docgraph.memo import LRUMemo
 
 ENCODERS = ("shared", "frozen")
@@ -89,31 +89,28 @@ class SimilarityPrior:
     """
     ``weight * cos(e(last turn), e(candidate))`` for chosen candidates of a batch.
 
-    A term over an encoder with no trainable parameter (the frozen copy) keeps the
-    embeddings of its recent texts in an :class:`~parlai_docgraph.memo.LRUMemo` of
-    ``memo_size`` texts: candidates repeat across the questions of a document, so most
-    steps embed few new texts (in the zoo recipe, embedding every candidate again each
-    step made the selector's training loop 132 s instead of 121 s).
+    ``vectors``: the memoised embeddings of a frozen encoder
+    (:class:`~parlai_docgraph.graphs.embed.FrozenSentenceVectors`), which the agent shares
+    with node relevance; ``None`` for the shared encoder, which trains, so its embeddings
+    are computed every call, with gradients. (Embedding every candidate again each step
+    made the zoo selector's training loop 132 s instead of 121 s.)
     """
 
     def __init__(self, encoder: Any, tokenizer: Any, weight: float,
-                 memo_size: int = 20000) -> None:
+                 vectors: Optional[FrozenSentenceVectors] = None) -> None:
         self.encoder, self.tokenizer, self.weight = encoder, tokenizer, weight
-        frozen = not any(p.requires_grad for p in encoder.parameters())
-        self.memo: Optional[LRUMemo[str, Tensor]] = LRUMemo(memo_size) if frozen else None
+        self.vectors = vectors
+
+    @property
+    def memo(self) -> Optional[LRUMemo]:
+        """The frozen embeddings' memo (``None`` for the shared encoder)."""
+        return None if self.vectors is None else self.vectors.memo
 
     def embed(self, texts: Sequence[str]) -> Tensor:
-        """``[len(texts), dim]`` unit-length embeddings (:func:`mean_pooled`), memoised for
-        a frozen encoder (each distinct new text embedded once, in one batch)."""
-        if self.memo is None:
+        """``[len(texts), dim]`` unit-length embeddings (:func:`mean_pooled`)."""
+        if self.vectors is None:
             return mean_pooled(list(texts), self.encoder, self.tokenizer)
-        found = {t: self.memo.get(t) for t in dict.fromkeys(texts)}
-        new = [t for t, v in found.items() if v is None]
-        if new:
-            with torch.no_grad():
-                for t, v in zip(new, mean_pooled(new, self.encoder, self.tokenizer)):
-                    found[t] = self.memo.put(t, v)
-        return torch.stack([found[t] for t in texts])
+        return self.vectors(texts)
 
     def __call__(self, turns: Sequence[str], candidates: Sequence[Sequence[str]],
                  keep: Tensor) -> Tensor:
