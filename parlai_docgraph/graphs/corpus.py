@@ -10,7 +10,13 @@ else its first line when that line is short and has no final punctuation, else t
 default (the file name, or a JSONL row's ``title``). Each Markdown list item (``-``, ``*``,
 ``+``, ``1.``) is split on its own, its marker dropped, so a table-like list gives one
 sentence per item; other lines are joined and split by spaCy's rule-based ``sentencizer``
-(punctuation rules, no model).
+(punctuation rules, no model). A document in a language written without spaces between
+words (Chinese, Japanese: :func:`~parlai_docgraph.nlp.detect_language`) is split with
+spaCy's character-segmenting Chinese tokenizer instead, whose tokens let the
+``sentencizer`` see ``。！？``; every other language is split as English is.
+
+:func:`document_paths` expands what a user names with ``--documents``: files, folders
+(their ``.txt`` / ``.md`` files, recursively, in path order) and glob patterns.
 
 A corpus (:func:`read_corpus`) is a folder of ``.txt`` / ``.md`` files (searched
 recursively, in path order) or a JSONL file of ``{"title": str, "text": str}`` objects (one
@@ -22,25 +28,33 @@ still built.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from parlai_docgraph.nlp import sentences
+from parlai_docgraph.nlp import RULE_BASED, detect_language, language_name, sentences
 
 Pool = List[Tuple[str, List[str]]]
 SUFFIXES = (".txt", ".md", ".markdown")
 HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+")
 TITLE_MAX_CHARS = 80
+#: languages written without spaces between words: split with spaCy's Chinese tokenizer
+UNSPACED = ("zh", "ja")
+#: ``(characters read so far, sentences so far)`` after each paragraph of a document
+Progress = Callable[[int, int], None]
 
 
-def split_sentences(text: str) -> List[str]:
+def split_sentences(text: str, lang: str = "en") -> List[str]:
     """The sentences of ``text`` (spaCy's punctuation-based ``sentencizer``, see
-    :func:`parlai_docgraph.nlp.sentences`; whitespace inside them collapsed)."""
-    return [s.strip() for s in sentences(" ".join(text.split())) if s.strip()]
+    :func:`parlai_docgraph.nlp.sentences`, with the Chinese tokenizer for
+    :data:`UNSPACED` languages; whitespace inside them collapsed)."""
+    model = f"{RULE_BASED}:zh" if lang in UNSPACED else RULE_BASED
+    joiner = "" if lang in UNSPACED else " "
+    return [s.strip() for s in sentences(joiner.join(text.split()), model) if s.strip()]
 
 
 def _units(lines: Sequence[str]) -> List[str]:
@@ -61,12 +75,13 @@ def _units(lines: Sequence[str]) -> List[str]:
 
 def _looks_like_title(line: str) -> bool:
     line = line.strip()
-    return 0 < len(line) <= TITLE_MAX_CHARS and line[-1] not in ".!?;:,"
+    return 0 < len(line) <= TITLE_MAX_CHARS and line[-1] not in ".!?;:,。！？；：，"
 
 
-def document_passages(text: str, default_title: str) -> Pool:
+def document_passages(text: str, default_title: str, lang: str = "en",
+                      progress: Optional[Progress] = None) -> Pool:
     """``[(title, [sentence, ...]), ...]`` of one document (see the module docstring);
-    ``[]`` when it has no sentences."""
+    ``[]`` when it has no sentences. ``progress`` is called after each paragraph."""
     blocks = [b.strip("\n") for b in re.split(r"\n\s*\n", text) if b.strip()]
     if not blocks:
         return []
@@ -79,7 +94,11 @@ def document_passages(text: str, default_title: str) -> Pool:
         doc_title = first.strip()
     passages: Pool = []
     title = doc_title
+    done = count = 0
     for block in blocks:
+        done += len(block) + 2
+        if progress is not None:
+            progress(done, count)
         lines = block.splitlines()
         heading = HEADING.match(lines[0])
         if heading:
@@ -89,9 +108,12 @@ def document_passages(text: str, default_title: str) -> Pool:
             lines = lines[1:]
         elif block is blocks[0] and _looks_like_title(lines[0]):
             continue  # a title line alone
-        sentences = [s for unit in _units(lines) for s in split_sentences(unit)]
-        if sentences:
-            passages.append((title, sentences))
+        sents = [s for unit in _units(lines) for s in split_sentences(unit, lang)]
+        if sents:
+            passages.append((title, sents))
+            count += len(sents)
+    if progress is not None:
+        progress(len(text), count)
     return passages
 
 
@@ -100,31 +122,76 @@ def read_document(path: str) -> Pool:
     ``[(title, [sentence, ...]), ...]`` of one document (see the module docstring).
     ``FileNotFoundError`` / ``ValueError`` (no text) name the file.
     """
-    text = Path(path).read_text(encoding="utf-8")
+    return parse_document(Path(path).read_text(encoding="utf-8"), path)[0]
+
+
+def parse_document(text: str, path: str, progress: Optional[Progress] = None
+                   ) -> Tuple[Pool, str]:
+    """``(passages, language code)`` of the text of the document at ``path``;
+    ``ValueError`` naming the file when it has no sentences."""
     if not text.strip():
         raise ValueError(f"{path}: the document has no text")
-    passages = document_passages(text, Path(path).stem)
+    lang = detect_language(text)
+    passages = document_passages(text, Path(path).stem, lang, progress)
     if not passages:
         raise ValueError(f"{path}: the document has headings but no sentences")
-    return passages
+    return passages, lang
+
+
+def language_note(path: str, lang: str) -> Optional[str]:
+    """A note for the user when the document at ``path`` is not English, else ``None``."""
+    if lang == "en":
+        return None
+    return (f"{path} looks like {language_name(lang)}: the parser, the coreference rules and "
+            f"the encoders are English, so its graph and the selections may be poor")
+
+
+def document_paths(specs: Sequence[str]) -> Tuple[List[str], List[str]]:
+    """
+    ``(files, problems)``: the files ``specs`` name (a file; a folder: its
+    :data:`SUFFIXES` files, recursively, in path order; a glob pattern: its matches in
+    path order), each once, and one message per spec that names nothing.
+    """
+    files: List[str] = []
+    problems: List[str] = []
+    for spec in specs:
+        path = os.path.expanduser(spec)
+        if os.path.isfile(path):
+            found = [path]
+        elif os.path.isdir(path):
+            found = sorted(str(p) for p in Path(path).rglob("*")
+                           if p.is_file() and p.suffix.lower() in SUFFIXES)
+            if not found:
+                problems.append(f"no {'/'.join(SUFFIXES)} files in the folder {path} (skipped)")
+        elif glob.has_magic(path):
+            found = sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
+            if not found:
+                problems.append(f"no file matches {path} (skipped)")
+        else:
+            found = []
+            problems.append(f"document not found: {path} (skipped)")
+        files.extend(f for f in found if f not in files)
+    return files, problems
 
 
 def load_documents(paths: Sequence[str]) -> Tuple[Pool, List[str]]:
     """
-    The passages of every readable document in ``paths`` and one message per document
-    that could not be used (missing, unreadable, empty); never raises for a bad file.
+    The passages of every readable document that ``paths`` name (:func:`document_paths`)
+    and one message per document that could not be used (missing, unreadable, empty) or is
+    not English (:func:`language_note`); never raises for a bad file.
     """
     passages: Pool = []
-    problems: List[str] = []
-    for path in paths:
-        path = os.path.expanduser(path)
-        if not os.path.isfile(path):
-            problems.append(f"document not found: {path} (skipped)")
-            continue
+    files, problems = document_paths(paths)
+    for path in files:
         try:
-            passages.extend(read_document(path))
+            pool, lang = parse_document(Path(path).read_text(encoding="utf-8"), path)
         except (OSError, UnicodeDecodeError, ValueError) as err:
             problems.append(f"document not used: {err}")
+            continue
+        passages.extend(pool)
+        note = language_note(path, lang)
+        if note:
+            problems.append(note)
     return passages, problems
 
 

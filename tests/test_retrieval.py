@@ -1,0 +1,132 @@
+"""
+Retrieve, then graph (:mod:`parlai_docgraph.graphs.retrieval`): ``--documents`` as files,
+folders and globs; the passage index (BM25), its on-disk cache keyed by content, the turn's
+pool within the sentence budget, small documents kept whole; language notes and Chinese
+sentence splitting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from parlai_docgraph.graphs.corpus import document_paths, load_documents, split_sentences
+from parlai_docgraph.graphs.retrieval import DocumentIndex, window_passages
+
+OWLS = """# Owls
+
+Owls hunt at night. They swallow their prey whole and cough up pellets.
+
+## Ears
+
+An owl's ears sit at different heights, so it can tell where a sound comes from.
+"""
+TRAMS = """# Lisbon trams
+
+Tram 28 climbs through the old quarters of Lisbon. It is crowded in summer.
+
+## Tickets
+
+A single ticket bought on board costs three euros. A day pass is cheaper for four rides.
+"""
+FILLER = "\n\n".join(
+    f"## Chapter {i}\n\nThe {w} committee met on day {i}. It discussed the {w} budget."
+    for i, w in enumerate(["garden", "harbour", "museum", "library", "school", "bridge",
+                           "market", "theatre", "station", "river"]))
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "docs" / "sub").mkdir(parents=True)
+    (tmp_path / "docs" / "owls.md").write_text(OWLS, encoding="utf-8")
+    (tmp_path / "docs" / "sub" / "trams.txt").write_text(TRAMS, encoding="utf-8")
+    (tmp_path / "docs" / "sub" / "image.png").write_bytes(b"\x89PNG")
+    (tmp_path / "docs" / "minutes.md").write_text(FILLER, encoding="utf-8")
+    return tmp_path / "docs"
+
+
+def test_documents_are_files_folders_and_globs(folder: Path):
+    files, problems = document_paths([str(folder)])
+    assert [Path(f).name for f in files] == ["minutes.md", "owls.md", "trams.txt"]
+    assert problems == []
+    files, problems = document_paths([str(folder / "*.md"), str(folder / "owls.md"),
+                                      str(folder / "nope*.md"), str(folder / "missing.md")])
+    assert [Path(f).name for f in files] == ["minutes.md", "owls.md"]  # each file once
+    assert any("no file matches" in p and "nope*.md" in p for p in problems)
+    assert any("document not found" in p and "missing.md" in p for p in problems)
+    passages, _ = load_documents([str(folder / "**" / "*.txt")])
+    assert [t for t, _ in passages] == ["Lisbon trams", "Tickets"]
+
+
+def test_long_paragraphs_are_cut_into_passages():
+    pool = [("A", [f"s{i}." for i in range(7)]), ("B", ["t."])]
+    assert window_passages(pool, 3) == [("A", ["s0.", "s1.", "s2."]), ("A", ["s3.", "s4.", "s5."]),
+                                        ("A", ["s6."]), ("B", ["t."])]
+    assert window_passages(pool, 0) == pool
+
+
+def test_small_documents_keep_every_passage(folder: Path):
+    index = DocumentIndex(cache_root=None, progress=False)
+    assert index.add([str(folder / "owls.md")]) == []
+    assert index.num_sentences == 3
+    assert index.retrieve(["where do trams go?"], budget=40) == index.passages
+
+
+def test_turn_pool_is_the_best_passages_in_document_order(folder: Path):
+    index = DocumentIndex(cache_root=None, progress=False)
+    files, _ = document_paths([str(folder)])
+    index.add(files)
+    assert index.num_sentences == 27
+    pool = index.retrieve(["How much is a ticket for the tram?"], budget=4)
+    sentences = [s for _, ss in pool for s in ss]
+    assert "A single ticket bought on board costs three euros." in sentences
+    assert sum(len(ss) for _, ss in pool) <= 4
+    order = [index.passages.index((t, ss)) for t, ss in pool]
+    assert order == sorted(order)  # document order, for narrative edges and coreference
+    # a follow-up that shares no word with any passage keeps the previous turn's pool
+    assert index.retrieve(["How much is a ticket for the tram?", "three euros", "why?"],
+                          budget=4) == pool
+    # the dialogue's earlier turns count: an ambiguous turn leans to the topic of the chat
+    owl_pool = index.retrieve(["Do owls hunt at night?", "Owls hunt at night.",
+                               "and where does the sound come from?"], budget=4)
+    assert any("different heights" in s for _, ss in owl_pool for s in ss)
+
+
+def test_the_index_cache_is_keyed_by_content_and_survives_damage(folder: Path, tmp_path: Path):
+    cache = tmp_path / "cache"
+    first = DocumentIndex(cache_root=cache, progress=False)
+    first.add([str(folder / "owls.md")])
+    assert not first.documents[0].cached
+    renamed = tmp_path / "renamed.md"
+    renamed.write_text(OWLS, encoding="utf-8")
+    again = DocumentIndex(cache_root=cache, progress=False)
+    again.add([str(renamed)])
+    assert again.documents[0].cached and again.passages == first.passages
+    entries = list(cache.rglob("*.json"))
+    assert len(entries) == 1 and "documents-v" in entries[0].parent.name
+    entries[0].write_text('{"lang": "en", "passages": [', encoding="utf-8")  # torn write
+    third = DocumentIndex(cache_root=cache, progress=False)
+    third.add([str(folder / "owls.md")])
+    assert not third.documents[0].cached and third.passages == first.passages
+    # another window size is another key: never the old split
+    other = DocumentIndex(cache_root=cache, max_passage_sentences=1, progress=False)
+    other.add([str(folder / "owls.md")])
+    assert not other.documents[0].cached and len(other.passages) == 3
+
+
+def test_other_languages_get_a_note_and_chinese_is_split(tmp_path: Path):
+    german = tmp_path / "muehle.md"
+    german.write_text("# Die Mühle\n\nDie alte Mühle steht seit dreihundert Jahren am Fluss. "
+                      "Sie mahlt noch heute jeden Samstag Mehl für die Bäcker des Dorfes.\n",
+                      encoding="utf-8")
+    chinese = tmp_path / "beijing.txt"
+    chinese.write_text("北京是中国的首都。它有很多历史建筑！你去过吗？我很喜欢那里的公园。\n",
+                       encoding="utf-8")
+    index = DocumentIndex(cache_root=None, progress=False)
+    notes = index.add([str(german), str(chinese)])
+    assert any("muehle.md" in n and "German (de)" in n for n in notes), notes
+    assert any("beijing.txt" in n and "Chinese (zh)" in n for n in notes), notes
+    assert index.documents[1].passages[0][1] == [
+        "北京是中国的首都。", "它有很多历史建筑！", "你去过吗？", "我很喜欢那里的公园。"]
+    assert split_sentences("One. Two!  Three?") == ["One.", "Two!", "Three?"]
