@@ -127,23 +127,25 @@ def test_chat_over_documents_with_bad_input_and_graph(model_file, docs, tmp_path
     html = tmp_path / "graph.html"
     long_turn = "tell me about the mill " * 200
     out = _chat(monkeypatch, capsys,
-                ["how does a tide mill work?", "", long_turn, "/load " + str(tmp_path / "x.md"),
-                 "is eling still working?", "[EXIT]"],
+                ["how does a tide mill work?", "", long_turn, "/load /etc/passwd",
+                 "is eling still working?", "who is root?", "[EXIT]"],
                 "-mf", model_file, "--documents", docs[0], str(tmp_path / "missing.txt"),
                 "--show-graph", str(html), "--datapath", str(tmp_path / "data"))
     sentences = [s for _, ss in read_document(docs[0]) for s in ss]
     shown = [line.split("]: ", 1)[1] for line in out.splitlines()
              if "[selected_sentence]:" in line]
-    assert len(shown) == 3, out  # three turns reached the models: not the empty / /load ones
+    assert len(shown) == 4, out  # four turns reached the models: not the empty / /load ones
     assert all(s in sentences for s in shown), shown
-    assert out.count("[top_concepts]:") == 3
+    assert out.count("[top_concepts]:") == 4
     assert "document not found" in out and "missing.txt" in out
     assert "empty message" in out
     assert "only its last 2000 are used" in out
-    assert "x.md" in out  # /load of a missing file: reported, the chat goes on
+    # no chat message opens a file: /load is refused, nothing of the file reaches a reply
+    assert "no chat message opens a file" in out
+    assert "root:" not in out and "/bin/" not in out
     assert out.count("[Docgraph]:") >= 3
     page = html.read_text(encoding="utf-8")
-    assert "is eling still working?" in page  # the last turn's graph
+    assert "who is root?" in page  # the last turn's graph
     assert 'class="node selected' in page
 
 
@@ -203,3 +205,26 @@ def test_input_ending_after_done_ends_the_chat_cleanly(model_file, docs, tmp_pat
                 "-mf", model_file, "--documents", docs[0], "--datapath", str(tmp_path / "data"))
     assert out.count("[Docgraph]:") == 1
     assert out.count("CHAT DONE") >= 1
+
+
+def test_chat_over_a_folder_retrieves_each_turns_pool(model_file, tmp_path, monkeypatch,
+                                                      capsys):
+    """``--documents FOLDER``: the documents are indexed once; a turn's pool is the passages
+    retrieved for it (``--retrieval-sentences``), and ``--show-graph`` shows the graph the
+    selector scored, over that pool only."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "tide.md").write_text(DOC, encoding="utf-8")
+    (folder / "marsh.txt").write_text(PLAIN, encoding="utf-8")
+    (folder / "owls.md").write_text("# Owls\n\nOwls hunt at night. They swallow their prey "
+                                    "whole.\n", encoding="utf-8")
+    html = tmp_path / "graph.html"
+    out = _chat(monkeypatch, capsys, ["when do owls hunt?", "[EXIT]"],
+                "-mf", model_file, "--documents", str(folder), "--retrieval-sentences", "3",
+                "--show-graph", str(html), "--datapath", str(tmp_path / "data"))
+    assert "3 documents, 5 passages, 9 sentences indexed" in out, out
+    selected = next(line.split("]: ", 1)[1] for line in out.splitlines()
+                    if "[selected_sentence]:" in line)
+    assert selected in ("Owls hunt at night.", "They swallow their prey whole.")
+    page = html.read_text(encoding="utf-8")
+    assert "Owls hunt at night." in page and "tide" not in page.lower()

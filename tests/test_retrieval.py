@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from parlai_docgraph.graphs.corpus import document_paths, load_documents, split_sentences
+from parlai_docgraph.graphs.corpus import (
+    document_paths, load_documents, read_document, split_sentences,
+)
 from parlai_docgraph.graphs.retrieval import DocumentIndex, window_passages
 
 OWLS = """# Owls
@@ -66,11 +68,12 @@ def test_long_paragraphs_are_cut_into_passages():
     assert window_passages(pool, 0) == pool
 
 
-def test_small_documents_keep_every_passage(folder: Path):
-    index = DocumentIndex(cache_root=None, progress=False)
+def test_small_documents_keep_every_passage_uncut(folder: Path):
+    index = DocumentIndex(cache_root=None, max_passage_sentences=1, progress=False)
     assert index.add([str(folder / "owls.md")]) == []
-    assert index.num_sentences == 3
-    assert index.retrieve(["where do trams go?"], budget=40) == index.passages
+    assert index.num_sentences == 3 and len(index.passages) == 3
+    assert index.retrieve(["where do trams go?"], budget=40) == read_document(
+        str(folder / "owls.md"))
 
 
 def test_turn_pool_is_the_best_passages_in_document_order(folder: Path):
@@ -109,10 +112,11 @@ def test_the_index_cache_is_keyed_by_content_and_survives_damage(folder: Path, t
     third = DocumentIndex(cache_root=cache, progress=False)
     third.add([str(folder / "owls.md")])
     assert not third.documents[0].cached and third.passages == first.passages
-    # another window size is another key: never the old split
+    # the cache keeps the reader's passages; the window size applies after it
     other = DocumentIndex(cache_root=cache, max_passage_sentences=1, progress=False)
     other.add([str(folder / "owls.md")])
-    assert not other.documents[0].cached and len(other.passages) == 3
+    assert other.documents[0].cached and len(other.passages) == 3
+    assert other.whole == first.passages
 
 
 def test_other_languages_get_a_note_and_chinese_is_split(tmp_path: Path):

@@ -8,8 +8,9 @@ dialogue*, not over a corpus; a graph over every sentence of a book does not fit
 
 * reads documents with :func:`~parlai_docgraph.graphs.corpus.parse_document` (the reader of
   ``docgraph:docqa`` and ``build_graphs --corpus``), with a progress bar that shows the
-  sentences/s rate, and cuts a paragraph longer than ``max_passage_sentences`` into
-  passages of that many sentences (same title), so no single passage fills a turn's pool;
+  sentences/s rate; for retrieval, a paragraph longer than ``max_passage_sentences`` is cut
+  into passages of that many sentences (same title), so no single passage fills a turn's
+  pool;
 * keeps each document's passages on disk (``<datapath>/docgraph_cache/documents-v1``, beside
   the graph store and the parse cache), keyed by the SHA-256 of the file's bytes and the
   reader's settings, written atomically: a document is split once, whatever its name;
@@ -17,8 +18,8 @@ dialogue*, not over a corpus; a graph over every sentence of a book does not fit
   b = 0.75, English stop words, Snowball stems from NLTK).
 
 :meth:`DocumentIndex.retrieve` returns a turn's pool: every passage while the documents
-have at most ``budget`` sentences (small documents keep the whole-document graph, exactly
-as before); otherwise the passages with the best BM25 score for the dialogue (the user's
+have at most ``budget`` sentences (small documents keep the whole-document pool, their
+paragraphs uncut, exactly as before); otherwise the passages with the best BM25 score for the dialogue (the user's
 last turn, plus ``history_weight`` times the score of the dialogue's earlier turns), taken
 best first while their sentences fit ``budget`` (passages with a score above zero only),
 returned in document order so the graph's
@@ -114,6 +115,9 @@ class DocumentIndex:
     history_weight: float = 0.5
     progress: bool = True
     documents: List[IndexedDocument] = field(default_factory=list)
+    #: every passage as the reader gives it (the pool of small documents)
+    whole: Pool = field(default_factory=list)
+    #: the passages retrieval ranks (``whole`` with long paragraphs cut)
     passages: Pool = field(default_factory=list)
     last_pool: Optional[List[int]] = None
     #: seconds and sentences of the last :meth:`add` (``index_seconds``, ``sentences``, ...)
@@ -132,7 +136,7 @@ class DocumentIndex:
         if self.cache_root is None:
             return None
         key = hashlib.sha256(json.dumps(
-            [INDEX_FORMAT_VERSION, self.max_passage_sentences]).encode() + b"\0" + data)
+            [INDEX_FORMAT_VERSION]).encode() + b"\0" + data)
         return Path(self.cache_root) / f"documents-v{INDEX_FORMAT_VERSION}" / f"{key.hexdigest()}.json"
 
     def read(self, path: str) -> IndexedDocument:
@@ -150,7 +154,6 @@ class DocumentIndex:
             passages, lang = parse_document(text, path, bar)
         finally:
             bar.close()
-        passages = window_passages(passages, self.max_passage_sentences)
         if cache is not None:
             write_text_atomic(cache, json.dumps({"lang": lang, "passages": passages},
                                                 ensure_ascii=False))
@@ -172,7 +175,8 @@ class DocumentIndex:
                 notes.append(f"document not used: {err}")
                 continue
             self.documents.append(doc)
-            self.passages.extend(doc.passages)
+            self.whole.extend(doc.passages)
+            self.passages.extend(window_passages(doc.passages, self.max_passage_sentences))
             added += sum(len(s) for _, s in doc.passages)
             note = language_note(path, doc.lang)
             if note:
@@ -216,7 +220,7 @@ class DocumentIndex:
         last (see the module docstring); ``budget`` <= 0 keeps every passage.
         """
         if budget <= 0 or self.num_sentences <= budget:
-            return [(t, list(s)) for t, s in self.passages]
+            return [(t, list(s)) for t, s in self.whole]
         score = self.scores(turns[-1]) if turns else np.zeros(len(self.passages))
         if len(turns) > 1 and self.history_weight > 0:
             score = score + self.history_weight * self.scores(" ".join(turns[:-1]))

@@ -20,6 +20,13 @@ Systems (one table row each):
   ``docgraph/graph_selector`` model, or a ``-m docgraph`` pipeline whose selector is used;
   its :meth:`select` ranks the document's sentences for the question as in a chat turn.
 
+Two settings (``--settings``): ``document`` gives each question its own document (every
+sentence a candidate); ``all_documents`` asks it against all the documents at once, as
+``parlai interactive --documents`` does: its pool is what
+:class:`~parlai_docgraph.graphs.retrieval.DocumentIndex` retrieves for it within
+``--retrieval-sentences`` (the retrieval recall, the share of questions whose answer is in
+the retrieved pool, is reported beside it).
+
 Example::
 
     parlai-docgraph heldout_eval --model-files zoo:docgraph/sample/model --cosine true
@@ -33,7 +40,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
+import dataclasses
+
 from parlai_docgraph.graphs.corpus import Pool as Passages
+from parlai_docgraph.graphs.retrieval import DEFAULT_BUDGET, DocumentIndex
 from parlai_docgraph.atomic import write_text_atomic
 from parlai_docgraph.tasks.docgraph.docqa import HELDOUT, Question, load_questions
 
@@ -128,6 +138,26 @@ def reply_grounding(agent: Any, questions: Sequence[Question]) -> Dict[str, Dict
     return {mode: {k: sum(v) / len(v) for k, v in m.items()} for mode, m in scores.items()}
 
 
+def retrieved_questions(questions: Sequence[Question], folder: str, budget: int
+                        ) -> Tuple[List[Question], float]:
+    """
+    ``(questions, recall)``: each question with the pool retrieved for it from all the
+    documents of ``folder`` at once (the chat's index and retrieval), and the share of
+    questions whose gold line is in that pool.
+    """
+    from pathlib import Path
+
+    index = DocumentIndex(cache_root=None, progress=False)
+    index.add([str(Path(folder) / d) for d in sorted({q.document for q in questions})])
+    out, hits = [], 0
+    for q in questions:
+        index.last_pool = None  # one question, one dialogue
+        pool = index.retrieve([q.question], budget)
+        hits += q.gold in {f"{t} {s}" for t, ss in pool for s in ss}
+        out.append(dataclasses.replace(q, passages=pool))
+    return out, hits / max(len(questions), 1)
+
+
 def is_pipeline(model_file: str) -> bool:
     """Whether ``model_file`` is a ``-m docgraph`` pipeline (its saved opt says so)."""
     from parlai.core.opt import Opt
@@ -142,10 +172,17 @@ def is_pipeline(model_file: str) -> bool:
     return bool(model) and load_agent_module(model) is DocgraphAgent
 
 
-def table(rows: Sequence[Tuple[str, float]], n: int, docs: int) -> str:
-    """The Markdown table of ``(system, accuracy)`` rows."""
-    out = [f"| system | selection accuracy ({n} questions, {docs} documents) |", "|---|---|"]
-    out += [f"| {name} | {acc:.3f} |" for name, acc in rows]
+def table(rows: Sequence[Tuple[str, Dict[str, float]]], n: int, docs: int,
+          recall: Optional[float] = None) -> str:
+    """The Markdown table of ``(system, {setting: accuracy})`` rows."""
+    settings = list(rows[0][1]) if rows else []
+    names = {"document": "own document",
+             "all_documents": f"all {docs} documents at once"
+             + (f" (retrieval recall {recall:.3f})" if recall is not None else "")}
+    out = [f"| system ({n} questions) | " + " | ".join(names[s] for s in settings) + " |",
+           "|---" * (len(settings) + 1) + "|"]
+    out += [f"| {name} | " + " | ".join(f"{acc[s]:.3f}" for s in settings) + " |"
+            for name, acc in rows]
     return "\n".join(out)
 
 
@@ -171,6 +208,12 @@ class HeldoutEval(ParlaiScript):
                            help="for -m docgraph pipelines, also measure how grounded the "
                            "replies are (ROUGE-L / F1 against the selected sentence) with "
                            "--reply-mode extract and generate")
+        group.add_argument("--settings", type=str, default="document,all_documents",
+                           help="comma-separated: document (each question over its own "
+                           "document), all_documents (over all documents at once, the pool "
+                           "retrieved as in a chat)")
+        group.add_argument("--retrieval-sentences", type=int, default=DEFAULT_BUDGET,
+                           help="all_documents: the sentence budget of a retrieved pool")
         group.add_argument("--num-questions", type=int, default=0,
                            help="evaluate only the first N questions (0: all; quick checks)")
         group.add_argument("--out", type=str, default=None,
@@ -198,13 +241,27 @@ class HeldoutEval(ParlaiScript):
         if not systems:
             raise ValueError("heldout_eval: nothing to evaluate (give --model-files or "
                              "--cosine true)")
+        settings = [x.strip() for x in opt["settings"].split(",") if x.strip()]
+        unknown = set(settings) - {"document", "all_documents"}
+        if unknown or not settings:
+            raise ValueError(f"--settings {opt['settings']!r}: use document, all_documents")
+        asked = {"document": questions}
+        recall = None
+        if "all_documents" in settings:
+            asked["all_documents"], recall = retrieved_questions(
+                questions, opt["questions_dir"], opt["retrieval_sentences"])
         rows, detail = [], {}
         for name, rank in systems:
-            acc, chosen = accuracy(questions, rank)
-            rows.append((name, acc))
-            detail[name] = {"accuracy": acc, "chosen": chosen}
+            accs: Dict[str, float] = {}
+            detail[name] = {}
+            for setting in settings:
+                acc, chosen = accuracy(asked[setting], rank)
+                accs[setting] = acc
+                key = "" if setting == "document" else f"_{setting}"
+                detail[name].update({f"accuracy{key}": acc, f"chosen{key}": chosen})
+            rows.append((name, accs))
         docs = len({q.document for q in questions})
-        text = table(rows, len(questions), docs)
+        text = table(rows, len(questions), docs, recall)
         grounding = []
         for name, agent in pipelines if opt["replies"] else ():
             for mode, g in reply_grounding(agent, questions).items():
@@ -218,8 +275,10 @@ class HeldoutEval(ParlaiScript):
         if opt.get("out"):
             write_text_atomic(opt["out"], json.dumps(
                 {"questions": [q.question for q in questions],
-                 "gold": [q.gold for q in questions], "systems": detail}, indent=1))
-        return dict(rows)
+                 "gold": [q.gold for q in questions], "retrieval_recall": recall,
+                 "retrieval_sentences": opt["retrieval_sentences"], "systems": detail},
+                indent=1))
+        return {name: accs[settings[0]] for name, accs in rows}
 
 
 if __name__ == "__main__":

@@ -40,8 +40,12 @@ from parlai.utils import logging
 
 from parlai_docgraph.atomic import write_text_atomic
 from parlai_docgraph.agents.base import qualified_name
-from parlai_docgraph.agents.pipeline.interactive import Passages, build_graph, check_user_text, write_turn_graph
-from parlai_docgraph.graphs.corpus import load_documents
+from parlai_docgraph.agents.pipeline.interactive import (
+    Passages, build_graph, check_user_text, write_turn_graph,
+)
+from parlai_docgraph.graphs.cache import default_store_root
+from parlai_docgraph.graphs.corpus import document_paths
+from parlai_docgraph.graphs.retrieval import DEFAULT_BUDGET, DocumentIndex, retrieval_summary
 from parlai_docgraph.agents.graph_selector.messages import NO_PASSAGE
 from parlai_docgraph.agents.pipeline.messages import (
     merge_metrics, part_opt, part_overrides, read_selection, selector_message,
@@ -86,8 +90,18 @@ class DocgraphAgent(Agent):
             help="learning rate of the responder (default: --learningrate)")
         group.add_argument(
             "--documents", type=str, nargs="*", default=None,
-            help="interactive: text/Markdown files to talk about (paragraphs are passages, "
-            "the heading or first line the title); '/load FILE' adds one during the chat")
+            help="interactive: text/Markdown files, folders (their .txt/.md files) or glob "
+            "patterns to talk about (paragraphs are passages, the heading or first line the "
+            "title); indexed once, each turn's knowledge is retrieved from them")
+        group.add_argument(
+            "--retrieval-sentences", type=int, default=DEFAULT_BUDGET,
+            help="interactive: the most sentences of a turn's knowledge pool: documents with "
+            "more are searched (BM25 over passages, the dialogue as the query) and the graph "
+            "is built over the best passages only; 0 keeps every passage")
+        group.add_argument(
+            "--max-passage-sentences", type=int, default=8,
+            help="interactive: a longer paragraph of a document is cut into passages of this "
+            "many sentences (0: never)")
         group.add_argument(
             "--show-graph", type=str, default=None,
             help="interactive: write the rendered document graph of the last turn (HTML) "
@@ -124,42 +138,62 @@ class DocgraphAgent(Agent):
             self.selector = self._build_part("selector")
             self.responder = self._build_part("responder")
         self.last_selection: Optional[Dict[str, Any]] = None
-        self.documents: Passages = []
+        self.index = DocumentIndex(
+            cache_root=str(default_store_root(opt["datapath"]).parent)
+            if opt.get("datapath") else None,
+            max_passage_sentences=opt.get("max_passage_sentences", 8))
+        self.turn_pool: Passages = []  # the knowledge pool of the last turn
+        self._dialogue: List[str] = []  # this episode's turns, for retrieval
         self._notes: List[str] = []
-        self._graph = None  # the document graph of --show-graph, built on first use
         self._told_no_knowledge = False
         if shared is None and opt.get("documents"):
             self.load_documents(opt["documents"])
 
     # ------------------------------------------------------------------ documents
+    @property
+    def documents(self) -> Passages:
+        """Every passage of the loaded documents."""
+        return self.index.whole
+
     def load_documents(self, paths: List[str]) -> None:
-        """Add the passages of ``paths``; problems become notes shown to the user."""
-        passages, problems = load_documents(paths)
-        self.documents.extend(passages)
-        self._graph = None
+        """Index the documents that ``paths`` name (files, folders, globs: the user's own
+        command line or an upload); problems become notes shown to the user."""
+        files, problems = document_paths(paths)
+        before = len(self.documents)
+        if files:
+            problems += self.index.add(files)
         for problem in problems:
             logging.warning(problem)
         self._notes.extend(problems)
-        if passages:
-            self._notes.append(
-                f"{len(self.documents)} passages, "
-                f"{sum(len(s) for _, s in self.documents)} sentences loaded")
+        if len(self.documents) > before:
+            self._notes.append(retrieval_summary(self.index))
+            logging.info(retrieval_summary(self.index))
         elif not self.documents:
             self._notes.append("no document loaded: replies use no knowledge")
 
+    def turn_graph(self) -> Any:
+        """The document graph the selector scored on the last turn (its provider's memo: no
+        second build); the default semantic graph of the turn's pool for a selector
+        without a graph."""
+        graphs = getattr(self.selector, "graphs", None)
+        observed = getattr(self.selector, "observation", None) or {}
+        pool = observed.get("background_passages")
+        if graphs is not None and graphs.uses_graph and pool:
+            return graphs.get(pool, observed.get("background_base")).graph
+        return build_graph(self.turn_pool)
+
     def _interactive_turn(self, msg: Message) -> Optional[Message]:
         """
-        Prepare a user turn: documents as the knowledge pool, ``/load`` commands, empty and
-        over-long input. Returns a message the agent answers itself (the models are not
-        run), or ``None`` when ``msg`` goes on to the models.
+        Prepare a user turn: the knowledge pool retrieved from the documents for the
+        dialogue, empty and over-long input. Returns a message the agent answers itself
+        (the models are not run), or ``None`` when ``msg`` goes on to the models. No chat
+        message names a file: documents come from ``--documents`` (or the web chat's upload).
         """
         raw = msg.get("text") or ""
         if raw.strip().startswith("/load"):
-            paths = raw.strip().split()[1:]
-            if not paths:
-                self._notes.append("usage: /load FILE [FILE ...]")
-            else:
-                self.load_documents(paths)
+            self._notes.append("documents are given with --documents when the chat starts "
+                               "(the web chat: upload them in the page); no chat message "
+                               "opens a file")
             return Message({"episode_done": msg.get("episode_done", False)})
         text, note = check_user_text(raw, self.opt["interactive_max_chars"])
         if note:
@@ -170,7 +204,10 @@ class DocgraphAgent(Agent):
         if msg.get("knowledge_passages") or msg.get("knowledge"):
             return None  # the world gave a pool (-t docgraph:... topics)
         if self.documents:
-            msg.force_set("knowledge_passages", [[t, list(ss)] for t, ss in self.documents])
+            self._dialogue.append(text)
+            self.turn_pool = self.index.retrieve(
+                self._dialogue, self.opt.get("retrieval_sentences", DEFAULT_BUDGET))
+            msg.force_set("knowledge_passages", [[t, list(ss)] for t, ss in self.turn_pool])
         elif not self._told_no_knowledge:
             self._told_no_knowledge = True
             self._notes.append("no documents: replies use no knowledge (pass --documents "
@@ -252,10 +289,8 @@ class DocgraphAgent(Agent):
         return reply
 
     def _write_graph(self, reply: Message) -> None:
-        if self._graph is None:
-            self._graph = build_graph(self.documents)
         raw = self.observation.get("docgraph_raw", {})
-        path = write_turn_graph(self._graph, self.opt["show_graph"], self.last_selection,
+        path = write_turn_graph(self.turn_graph(), self.opt["show_graph"], self.last_selection,
                                 raw.get("text", ""), reply.get("text", ""))
         reply["graph_file"] = str(path)
 
@@ -295,11 +330,15 @@ class DocgraphAgent(Agent):
         return replies
 
     def self_observe(self, self_message: Message) -> None:
+        if self._dialogue and self_message.get("text"):
+            self._dialogue.append(self_message["text"])
         self.selector.self_observe(self_message)
         self.responder.self_observe(self_message)
 
     def reset(self) -> None:
         super().reset()
+        self._dialogue = []
+        self.index.last_pool = None
         self.selector.reset()
         self.responder.reset()
 

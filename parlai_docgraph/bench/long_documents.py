@@ -1,0 +1,215 @@
+"""
+``parlai-docgraph bench --only long_documents``: chatting over documents of 10 KB to 5 MB
+with a ``-m docgraph`` model (default ``zoo:docgraph/sample/model``), as ``parlai
+interactive --documents`` does.
+
+Each size runs in a fresh Python process, so its peak memory is its own:
+
+1. load the model (its parts from their model files);
+2. index the document (:meth:`DocgraphAgent.load_documents`: read, split, BM25), with fresh
+   caches (a new temporary datapath: no parse, graph, embedding or index cache is warm);
+3. answer ``turns`` questions of ``docgraph:docqa`` whose documents are inside the text, one
+   dialogue, timing each turn by stage: ``retrieval`` (the pool from the index),
+   ``graph`` (graph building and node features, the selector's provider), ``selection``
+   (the rest of the selector: encoding the candidate pairs, the graph network, ranking),
+   ``generation`` (the responder) and ``total`` (observe + act).
+
+The documents are :func:`~parlai_docgraph.bench.long_text.assemble_document` (the bundled
+docqa documents, then prose from installed libraries' docstrings), written once under
+``<datapath>/bench_long_documents``.
+
+Figures per size: ``bytes``, ``sentences``, ``index_s``, ``sentences_per_s`` (indexing),
+``model_load_s``, ``first_reply_s`` (process start to the first reply: model load, index and
+the first turn), median ``turn_ms`` per stage over the turns after the first,
+``answer_in_pool`` (share of turns whose answer sentence was retrieved), ``peak_rss_mb``.
+Headline figures with goals: ``turn_latency_ratio`` (median total turn at the largest size
+over the smallest; goal <= 1.5), ``first_reply_s_largest`` (goal <= 120 s) and
+``peak_rss_mb_largest`` (goal <= 4096 MB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Sequence
+
+from parlai_docgraph.bench.cli import GOAL_MAXIMA, register_benchmark
+
+START = time.perf_counter()  # the worker's start (module import: process start, near enough)
+SIZES = {"10KB": 10_000, "100KB": 100_000, "1MB": 1_000_000, "5MB": 5_000_000}
+QUICK_SIZES = ("10KB", "100KB")
+STAGES = ("retrieval", "graph", "selection", "generation", "total")
+GOAL_MAXIMA.update({"turn_latency_ratio": 1.5, "first_reply_s_largest": 120.0,
+                    "peak_rss_mb_largest": 4096.0})
+
+
+class StageTimer:
+    """Seconds spent in wrapped calls, per stage, since the last :meth:`reset`."""
+
+    def __init__(self) -> None:
+        self.seconds: Dict[str, float] = {}
+
+    def reset(self) -> None:
+        self.seconds = {}
+
+    def wrap(self, stage: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds[stage] = (self.seconds.get(stage, 0.0)
+                                       + time.perf_counter() - start)
+        return timed
+
+
+def questions_in(text: str, limit: int) -> List[Dict[str, str]]:
+    """Up to ``limit`` docqa questions whose answer sentence is in ``text``, interleaved
+    across documents (one dialogue that changes topic)."""
+    from parlai_docgraph.bench.long_text import _docqa_folder
+
+    rows = [json.loads(line) for line in
+            (_docqa_folder() / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+    by_doc: Dict[str, List[Dict[str, str]]] = {}
+    for row in rows:
+        if row["answer"] in text:
+            by_doc.setdefault(row["document"], []).append(row)
+    out: List[Dict[str, str]] = []
+    for i in range(max((len(v) for v in by_doc.values()), default=0)):
+        out += [qs[i] for qs in by_doc.values() if i < len(qs)]
+    return out[:limit]
+
+
+def measure(document: str, model_file: str, turns: int) -> Dict[str, Any]:
+    """One size (see the module docstring); runs in the worker process."""
+    from parlai.core.agents import create_agent_from_model_file
+
+    text = Path(document).read_text(encoding="utf-8")
+    asked = questions_in(text, turns + 1)
+    with tempfile.TemporaryDirectory() as fresh:
+        agent = create_agent_from_model_file(model_file, {
+            "interactive_mode": True, "datapath": fresh, "documents": None})
+        loaded = time.perf_counter()
+        agent.load_documents([document])
+        indexed = time.perf_counter()
+        timer = StageTimer()
+        agent.index.retrieve = timer.wrap("retrieval", agent.index.retrieve)
+        agent.responder.batch_act = timer.wrap("generation", agent.responder.batch_act)
+        graphs = agent.selector.graphs
+        graphs.get = timer.wrap("graph", graphs.get)
+        per_turn: List[Dict[str, float]] = []
+        in_pool = 0
+        first_reply = 0.0
+        for number, row in enumerate(asked):
+            timer.reset()
+            start = time.perf_counter()
+            agent.observe({"text": row["question"], "episode_done": False})
+            reply = agent.act()
+            total = time.perf_counter() - start
+            if number == 0:
+                first_reply = time.perf_counter() - START
+            in_pool += any(row["answer"] == s for _, ss in agent.turn_pool for s in ss)
+            stage = dict(timer.seconds, total=total)
+            stage["selection"] = total - sum(stage.get(k, 0.0) for k in
+                                             ("retrieval", "graph", "generation"))
+            per_turn.append(stage)
+            if not reply.get("text"):
+                raise RuntimeError(f"no reply to {row['question']!r}: {reply}")
+        stats = agent.index.stats
+        later = per_turn[1:] or per_turn
+        return {
+            "bytes": len(text.encode()), "sentences": agent.index.num_sentences,
+            "passages": len(agent.index.passages),
+            "model_load_s": round(loaded - START, 2), "index_s": round(indexed - loaded, 2),
+            "sentences_per_s": round(stats.get("sentences_per_second", 0.0), 1),
+            "first_reply_s": round(first_reply, 2), "turns": len(later),
+            "turn_ms": {k: round(1000 * statistics.median(t.get(k, 0.0) for t in later), 1)
+                        for k in STAGES},
+            "answer_in_pool": round(in_pool / max(len(asked), 1), 3),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        }
+
+
+def document_for(size: int, folder: Path) -> Path:
+    """The benchmark document of ``size`` bytes (written once under ``folder``)."""
+    from parlai_docgraph.atomic import write_text_atomic
+    from parlai_docgraph.bench.long_text import assemble_document
+
+    path = folder / f"long_{size}.md"
+    if not path.is_file():
+        write_text_atomic(path, assemble_document(size))
+    return path
+
+
+def run_sizes(names: Sequence[str], model_file: str, datapath: str, turns: int
+              ) -> Dict[str, Any]:
+    """Every size in its own worker process; the figures and the headline ratios."""
+    from parlai.core.build_data import modelzoo_path
+
+    model = modelzoo_path(datapath, model_file)  # builds the zoo model once, here
+    folder = Path(datapath) / "bench_long_documents"
+    sizes: Dict[str, Any] = {}
+    for name in names:
+        doc = document_for(SIZES[name], folder)
+        job = [sys.executable, "-m", "parlai_docgraph.bench.long_documents", "--worker",
+               "--document", str(doc), "--model-file", model, "--turns", str(turns)]
+        done = subprocess.run(job, capture_output=True, text=True, env=dict(os.environ))
+        if done.returncode != 0:
+            raise RuntimeError(f"long_documents {name} failed:\n{done.stderr[-3000:]}")
+        sizes[name] = json.loads(done.stdout.strip().splitlines()[-1])
+    small, large = sizes[names[0]], sizes[names[-1]]
+    return {
+        "sizes": sizes,
+        "turn_latency_ratio": round(large["turn_ms"]["total"]
+                                    / max(small["turn_ms"]["total"], 1e-9), 2),
+        "first_reply_s_largest": large["first_reply_s"],
+        "peak_rss_mb_largest": large["peak_rss_mb"],
+        "largest": names[-1], "smallest": names[0], "model_file": model_file,
+    }
+
+
+@register_benchmark("long_documents")
+def long_documents_benchmark(quick: bool = False) -> Dict[str, Any]:
+    """Issue 31: index rate, first reply, per-turn latency by stage and peak memory."""
+    datapath = os.environ.get("PARLAI_DATAPATH") or _default_datapath()
+    names = QUICK_SIZES if quick else tuple(SIZES)
+    return run_sizes(names, "zoo:docgraph/sample/model", datapath, 3 if quick else 8)
+
+
+def _default_datapath() -> str:
+    from parlai.core.params import ParlaiParser
+
+    return ParlaiParser(True, False).parse_args([])["datapath"]
+
+
+def main(argv: Sequence[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--worker", action="store_true", help="measure one document")
+    parser.add_argument("--document", help="worker: the document")
+    parser.add_argument("--model-file", default="zoo:docgraph/sample/model")
+    parser.add_argument("--datapath", default=None, help="where the zoo model and the "
+                        "benchmark documents live (default: ParlAI's datapath)")
+    parser.add_argument("--sizes", default=",".join(SIZES), help="comma-separated of "
+                        + ", ".join(SIZES))
+    parser.add_argument("--turns", type=int, default=8, help="turns after the first")
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(measure(args.document, args.model_file, args.turns)))
+        return
+    names = [n for n in args.sizes.split(",") if n]
+    result = run_sizes(names, args.model_file, args.datapath or _default_datapath(),
+                       args.turns)
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
