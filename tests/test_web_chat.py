@@ -290,6 +290,26 @@ def test_allowed_hosts_follow_the_bind_address():
     assert allowed_hosts("0.0.0.0") == ["*"] and allowed_hosts("::") == ["*"]
 
 
+@pytest.mark.parametrize("host,warned", [("0.0.0.0", True), ("127.0.0.1", False)])
+def test_a_non_loopback_host_is_announced_as_unauthenticated(app_server, monkeypatch, host,
+                                                            warned):
+    import uvicorn
+
+    from parlai_docgraph.scripts import chat
+
+    store = SessionStore(app_server.app.store.base, [])
+    served, warnings = [], []
+    monkeypatch.setattr(chat, "load_store", lambda opt: store)
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets: served.extend(sockets))
+    monkeypatch.setattr(chat.logging, "warning", warnings.append)
+    chat.Chat({"model_file": "m", "host": host, "port": 0, "turn_timeout": 5,
+               "read_timeout": 5}).run()
+    assert [s.getsockname()[0] for s in served] == [host]
+    served[0].close()
+    assert any("no authentication" in w for w in warnings) is warned
+    assert not Path(store.root).exists()  # removed when the server stops
+
+
 def test_malformed_content_length_then_the_server_answers(cli_server):
     for value in ("abc", "-1", "1e3", ""):
         start = time.monotonic()
