@@ -248,6 +248,19 @@ def test_the_command_as_typed_streams_a_turn(cli_server):
     assert list(cli_server.tmp.glob("docgraph_chat_*/" + reply["session"]))  # its folder
 
 
+def test_long_option_names_and_model_options_parse(model_file):  # noqa: F811
+    from parlai_docgraph.scripts.chat import Chat
+
+    opt = Chat.setup_args().parse_args([
+        "--model-file", model_file, "--datapath", "data", "--documents", "a.md", "b.md",
+        "--port", "8765", "--reply-mode", "extract", "--inference", "beam"])
+    assert opt["model_file"] == model_file and opt["datapath"] == "data"
+    assert opt["documents"] == ["a.md", "b.md"] and opt["port"] == 8765
+    # what the command line gave overrides the model file's options; nothing else does
+    assert opt["override"]["reply_mode"] == "extract" and opt["override"]["inference"] == "beam"
+    assert "turn_timeout" not in opt["override"] and opt["turn_timeout"] == 120
+
+
 def test_load_message_never_reaches_the_agent(cli_server, tmp_path):
     url, sid = cli_server.url, _session(cli_server.url)
     there = tmp_path / "notes.md"
