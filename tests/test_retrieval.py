@@ -134,3 +134,16 @@ def test_other_languages_get_a_note_and_chinese_is_split(tmp_path: Path):
     assert index.documents[1].passages[0][1] == [
         "北京是中国的首都。", "它有很多历史建筑！", "你去过吗？", "我很喜欢那里的公园。"]
     assert split_sentences("One. Two!  Three?") == ["One.", "Two!", "Three?"]
+
+
+def test_a_fork_shares_the_index_until_it_grows(folder: Path):
+    """The web chat indexes the server's documents once and forks the index per session."""
+    base = DocumentIndex(cache_root=None, progress=False)
+    base.add([str(folder / "owls.md")])
+    fork = base.fork()
+    assert fork.retrieve(["owls"], budget=2) == base.retrieve(["owls"], budget=2)
+    fork.add([str(folder / "sub" / "trams.txt")])
+    assert len(fork.documents) == 2 and len(base.documents) == 1
+    assert base.num_sentences == 3 and fork.num_sentences == 7
+    assert any("ticket" in s for _, ss in fork.retrieve(["ticket"], budget=2) for s in ss)
+    assert not any("ticket" in s for _, ss in base.retrieve(["ticket"], budget=2) for s in ss)

@@ -127,6 +127,15 @@ class DocumentIndex:
         self._bm25: Any = None
         self._stem: Optional[Callable[[List[str]], List[str]]] = None
 
+    def fork(self) -> "DocumentIndex":
+        """A copy that shares this index's passages and BM25 index until documents are
+        added to it (one server's ``--documents`` indexed once for every chat session)."""
+        twin = DocumentIndex(self.cache_root, self.max_passage_sentences, self.history_weight,
+                             self.progress, list(self.documents), list(self.whole),
+                             list(self.passages), None, dict(self.stats))
+        twin._bm25, twin._stem = self._bm25, self._stem
+        return twin
+
     # ------------------------------------------------------------------ reading
     @property
     def num_sentences(self) -> int:

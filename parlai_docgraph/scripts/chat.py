@@ -1,118 +1,56 @@
 """
-``parlai-docgraph chat -mf MODEL [--documents a.md b.txt] [--port 8080]``: chat with a
-``-m docgraph`` model in the browser, over documents named on the command line or uploaded
-in the page; each turn shows the reply, the selected sentence, the top concepts and the
-document graph with the selection highlighted.
+``parlai-docgraph chat -mf MODEL [--datapath DIR] [--documents a.md b.txt] [--port 8080]``:
+chat with a ``-m docgraph`` model in the browser, over documents named on the command line
+or uploaded in the page; each turn streams the selection and then the reply token by
+token, and shows the document graph with the selection highlighted.
+
+The parser is ParlAI's with the model arguments (``ParlaiParser(True, True)``), so ``-mf`` /
+``--model-file``, ``--datapath`` and the model's own options (``--reply-mode``,
+``--inference``, ...) parse as in ``parlai interactive``; options given on the command line
+override the model file's, as ParlAI's ``override`` does.
 
 Why not ParlAI's ``parlai interactive_web``: its handler serves one fixed page and one agent
 through a module-level world, with no way to pass documents, per-user sessions or extra
-reply fields, so extending it would mean replacing its handler anyway. This script uses the
-standard library's ``ThreadingHTTPServer`` and a JSON API:
-
-* ``GET /``: the page (``parlai_docgraph/assets/chat.html``);
-* ``POST /api/session``: a new session (its own dialogue history and documents);
-* ``POST /api/documents`` ``{session, name, text}``: add a text/Markdown document;
-* ``POST /api/chat`` ``{session, text}``: one turn (see :mod:`..agents.web_sessions`).
-
-Bad input (empty or over-long messages, binary or huge uploads, unreadable documents, a
-malformed request) gets a message in the page and the server keeps running. The server
-binds to ``127.0.0.1`` unless ``--host`` says otherwise (it has no authentication).
+reply fields. This script serves a Starlette app (:mod:`.chat_app`) with uvicorn; the
+sessions are :class:`~parlai_docgraph.agents.pipeline.web_sessions.SessionStore`.
 """
 
 from __future__ import annotations
 
-import json
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Dict, Optional
 
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 from parlai.utils import logging
 
-from parlai_docgraph.agents.pipeline.web_sessions import ChatError, SessionStore
+from parlai_docgraph.agents.pipeline.web_sessions import MAX_SESSIONS, SessionStore
 
-PAGE = Path(__file__).resolve().parent.parent / "assets" / "chat.html"
-MAX_REQUEST_BYTES = 2_000_000
-
-
-def make_handler(store: SessionStore) -> type:
-    """A request handler class bound to ``store``."""
-    page = PAGE.read_bytes()
-    routes: Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
-        "/api/session": lambda body: store.new(),
-        "/api/documents": lambda body: store.upload(body.get("session"), body.get("name"),
-                                                    body.get("text")),
-        "/api/chat": lambda body: store.turn(body.get("session"), body.get("text")),
-    }
-
-    class Handler(BaseHTTPRequestHandler):
-        def _send(self, status: int, data: bytes, kind: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _json(self, status: int, obj: Dict[str, Any]) -> None:
-            self._send(status, json.dumps(obj).encode("utf-8"), "application/json")
-
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            if self.path in ("/", "/index.html"):
-                self._send(HTTPStatus.OK, page, "text/html; charset=utf-8")
-            else:
-                self._json(HTTPStatus.NOT_FOUND, {"error": f"no page {self.path}"})
-
-        def do_POST(self) -> None:  # noqa: N802
-            route = routes.get(self.path)
-            if route is None:
-                return self._json(HTTPStatus.NOT_FOUND, {"error": f"no API {self.path}"})
-            size = int(self.headers.get("Content-Length") or 0)
-            if size > MAX_REQUEST_BYTES:
-                return self._json(HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-                                  {"error": f"request of {size} bytes is too large"})
-            try:
-                body = json.loads(self.rfile.read(size).decode("utf-8") or "{}")
-                if not isinstance(body, dict):
-                    raise ChatError("the request must be a JSON object")
-                self._json(HTTPStatus.OK, route(body))
-            except (ChatError, ValueError, UnicodeDecodeError) as err:
-                self._json(HTTPStatus.BAD_REQUEST, {"error": str(err)})
-            except Exception as err:  # the server must keep running; the page says why
-                logging.error(f"chat: {type(err).__name__}: {err}")
-                self._json(HTTPStatus.INTERNAL_SERVER_ERROR,
-                           {"error": f"the model failed on this turn ({type(err).__name__}: "
-                            f"{err}); the chat goes on"})
-
-        def log_message(self, fmt: str, *args: Any) -> None:
-            logging.debug("chat: " + fmt % args)
-
-    return Handler
-
-
-def serve(store: SessionStore, host: str = "127.0.0.1", port: int = 8080
-          ) -> ThreadingHTTPServer:
-    """A started-ready server (call ``serve_forever``); ``port`` 0 picks a free port."""
-    server = ThreadingHTTPServer((host, port), make_handler(store))
-    server.daemon_threads = True
-    return server
+#: options of this script (not the model's): left out of the model's overrides
+SCRIPT_OPTIONS = ("host", "port", "turn_timeout", "read_timeout", "idle_timeout",
+                  "max_sessions", "documents")
 
 
 def load_store(opt: Dict[str, Any]) -> SessionStore:
-    """The ``-m docgraph`` agent of ``-mf`` in interactive mode, wrapped in sessions."""
+    """
+    The ``-m docgraph`` agent of ``-mf`` in interactive mode, wrapped in sessions; the
+    model options given on the command line (``opt['override']``) override the model's.
+    """
     from parlai.core.agents import create_agent_from_model_file
     from parlai.core.build_data import modelzoo_path
 
     model_file = modelzoo_path(opt["datapath"], opt["model_file"])
-    overrides: Dict[str, Any] = {"interactive_mode": True, "datapath": opt["datapath"],
-                                 "documents": None}
-    if opt.get("reply_mode"):
-        overrides["reply_mode"] = opt["reply_mode"]
+    given = opt.get("override")
+    if given is None:  # a plain dict from a Python caller: its reply mode, if any
+        given = {"reply_mode": opt["reply_mode"]} if opt.get("reply_mode") else {}
+    overrides: Dict[str, Any] = {k: v for k, v in given.items()
+                                 if k not in SCRIPT_OPTIONS and k != "model_file"}
+    overrides.update(interactive_mode=True, datapath=opt["datapath"], documents=None)
     agent = create_agent_from_model_file(model_file, overrides)
     if agent is None or not hasattr(agent, "load_documents"):
         raise ValueError(f"chat: {opt['model_file']} is not a -m docgraph model file")
-    return SessionStore(agent, opt.get("documents") or [])
+    return SessionStore(agent, opt.get("documents") or [],
+                        max_sessions=opt.get("max_sessions") or MAX_SESSIONS,
+                        idle_timeout=opt.get("idle_timeout") or None)
 
 
 @register_script("chat", hidden=False)
@@ -121,31 +59,63 @@ class Chat(ParlaiScript):
 
     @classmethod
     def setup_args(cls) -> ParlaiParser:
-        parser = ParlaiParser(True, False, description=cls.__doc__.strip())
+        parser = ParlaiParser(True, True, description=cls.__doc__.strip())
         group = parser.add_argument_group("docgraph chat")
+        # -m docgraph registers --documents and --reply-mode too; these make them known
+        # before -mf is read (ParlAI's parser resolves the clash in the model's favour)
         group.add_argument("--documents", type=str, nargs="*", default=None,
-                           help="text/Markdown files every new session starts with")
-        group.add_argument("--host", type=str, default="127.0.0.1",
-                           help="address to bind (127.0.0.1: this machine only; 0.0.0.0 "
-                           "exposes the chat, which has no authentication)")
-        group.add_argument("--port", type=int, default=8080, help="port (0: a free one)")
+                           help="text/Markdown files every new session starts with (the "
+                           "page adds more by upload; chat messages cannot load files)")
         group.add_argument("--reply-mode", type=str, default=None,
                            choices=["generate", "extract"],
                            help="override the model's --reply-mode")
+        group.add_argument("--host", type=str, default="127.0.0.1",
+                           help="address to bind (127.0.0.1: this machine only). Requests "
+                           "must name a loopback host unless this is another address "
+                           "(0.0.0.0: any); the chat has no authentication")
+        group.add_argument("--port", type=int, default=8080, help="port (0: a free one)")
+        group.add_argument("--turn-timeout", type=float, default=120.0,
+                           help="seconds a turn or upload may take, waiting for other "
+                           "turns included; a later one gets an error reply")
+        group.add_argument("--read-timeout", type=float, default=20.0,
+                           help="seconds a client has to send a request body")
+        group.add_argument("--idle-timeout", type=float, default=3600.0,
+                           help="seconds after which an idle session expires (its "
+                           "uploads are removed); 0: never")
+        group.add_argument("--max-sessions", type=int, default=MAX_SESSIONS,
+                           help="sessions kept at once; a new one evicts the least "
+                           "recently used idle session")
         return parser
 
     def run(self) -> Optional[str]:
-        if not self.opt.get("model_file"):
+        import uvicorn
+
+        from parlai_docgraph.scripts.chat_app import ChatSettings, build_app, is_loopback
+
+        opt = self.opt
+        if not opt.get("model_file"):
             raise ValueError("chat: give the model with -mf (e.g. zoo:docgraph/sample/model)")
-        server = serve(load_store(self.opt), self.opt["host"], self.opt["port"])
-        host, port = server.server_address[:2]
-        logging.info(f"docgraph chat on http://{host}:{port}/ (Ctrl-C stops it)")
+        host = opt["host"]
+        settings = ChatSettings(host=host, turn_timeout=opt["turn_timeout"],
+                                read_timeout=opt["read_timeout"])
+        store = load_store(opt)
         try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
+            config = uvicorn.Config(build_app(store, settings), host=host, port=opt["port"],
+                                    http="h11", lifespan="on", log_level="warning",
+                                    timeout_graceful_shutdown=5, timeout_keep_alive=5)
+            sock = config.bind_socket()
+            port = sock.getsockname()[1]
+            shown = f"[{host}]" if ":" in host else host
+            if not is_loopback(host):
+                logging.warning(f"docgraph chat: bound to {host}, reachable from other "
+                                "machines; it has no authentication: anyone who can reach "
+                                "this port can chat and upload documents")
+            logging.info(f"docgraph chat on http://{shown}:{port}/ (Ctrl-C stops it)")
+            uvicorn.Server(config).run(sockets=[sock])
+        except KeyboardInterrupt:  # uvicorn re-raises Ctrl-C after its graceful shutdown
+            logging.info("docgraph chat stopped")
         finally:
-            server.server_close()
+            store.close()  # lifespan shutdown did it too; this covers a failed start
         return None
 
 

@@ -33,6 +33,10 @@ Eq. 9) with any Hugging Face causal LM.
 * Selected knowledge: a message may carry ``selected_knowledge`` (``{"title", "sentence"}``,
   set by the ``-m docgraph`` pipeline after its selector ran). Loss and ``ppl`` still use
   the gold knowledge (teacher forcing); generation then reads the *selected* sentence.
+* Streaming: set :attr:`GPT2ResponderAgent.reply_streamer` (a ``transformers`` streamer,
+  e.g. :class:`parlai_docgraph.models.responder.streaming.ReplyStreamer`) and the next
+  generation for a batch of one hands it each reply token as it is chosen (the web chat
+  does this for one turn, then sets it back to None).
 * Saving writes ``<model_file>.hf/`` (the LM's ``config.json`` + tokenizer files) beside
   the checkpoint, so ``-mf`` reloads offline without the original source.
 """
@@ -77,6 +81,9 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
     """
     A causal LM that writes the reply from ``[knowledge; context]`` (Li et al. Eq. 9).
     """
+
+    #: a ``transformers`` streamer for the next one-row generation (see the module docstring)
+    reply_streamer = None
 
     @classmethod
     def dictionary_class(cls):
@@ -315,7 +322,8 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
         from parlai_docgraph.models.responder.decoding import generation_config
 
         config = generation_config(self.opt, beam_size, max_ts)
-        results = self._responder().generate(prompts, config)
+        streamer = self.reply_streamer if len(prompts) == 1 else None
+        results = self._responder().generate(prompts, config, streamer=streamer)
         beam_preds_scores, beams = [], []
         device = batch.text_vec.device
         for hyps in results:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from parlai.core.agents import Agent, create_agent_from_model_file, create_agent_from_shared
 from parlai.core.message import Message
@@ -294,6 +294,11 @@ class DocgraphAgent(Agent):
                                 raw.get("text", ""), reply.get("text", ""))
         reply["graph_file"] = str(path)
 
+    #: optional hook (the web chat streams with it): called with the selection
+    #: (:func:`.messages.read_selection`) of a one-message batch outside training, after
+    #: the selector ran and before the responder generates
+    on_selection: Optional[Callable[[Dict[str, Any]], None]] = None
+
     def batch_act(self, observations: List[Message]) -> List[Message]:
         raws = [o.get("docgraph_raw", {}) if o else {} for o in observations]
         sel_obs = [o.get("docgraph_selector", Message()) if o else Message() for o in observations]
@@ -302,6 +307,8 @@ class DocgraphAgent(Agent):
         sel_replies = self.selector.batch_act(sel_obs)
         selections = [read_selection(raw, rep) for raw, rep in zip(raws, sel_replies)]
         training = any("labels" in o for o in resp_obs if o)
+        if self.on_selection is not None and len(selections) == 1 and not training:
+            self.on_selection(selections[0])
         if not training:
             for obs, sel in zip(resp_obs, selections):
                 if obs is not None and "text_vec" in obs:

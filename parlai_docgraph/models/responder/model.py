@@ -43,6 +43,7 @@ from parlai_docgraph.models import hub
 
 if TYPE_CHECKING:
     from transformers import GenerationConfig
+    from transformers.generation.streamers import BaseStreamer
 
 TINY = hub.TINY
 TINY_DIR = os.path.join(os.path.dirname(os.path.abspath(assets.__file__)), "tiny_gpt2")
@@ -228,7 +229,7 @@ class Responder(nn.Module):
     @torch.no_grad()
     def generate(
         self, prompts: Sequence[Sequence[int]], config: Optional["GenerationConfig"] = None,
-        seed: Optional[int] = None,
+        seed: Optional[int] = None, streamer: Optional["BaseStreamer"] = None,
     ) -> List[List[Hypothesis]]:
         """
         For each prompt, its hypotheses best first (one for greedy / sampling,
@@ -239,6 +240,10 @@ class Responder(nn.Module):
         exclude the prompt and the final EOS; the score is their log-probability under the
         model (the EOS included when it ended the reply). ``seed``: sample from a
         generator of that seed (the global RNG untouched); None: from the global RNG.
+        ``streamer`` (a batch of one only; e.g. :class:`.streaming.ReplyStreamer`): a
+        ``transformers`` streamer that receives the prompt, then each reply token as
+        ``generate`` chooses it; with beam search (which ``transformers`` cannot stream) it
+        receives the best hypothesis's tokens at the end.
         """
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
@@ -248,7 +253,11 @@ class Responder(nn.Module):
         budgets = [self.target_budget(len(p)) for p in prompts]
         if config.max_new_tokens is not None:
             budgets = [min(b, config.max_new_tokens) for b in budgets]
+        if streamer is not None and len(prompts) != 1:
+            raise ValueError(f"a streamer needs a batch of one, not {len(prompts)}")
         if not prompts or max(budgets) <= 0:
+            if streamer is not None:
+                streamer.end()
             return [[Hypothesis([], 0.0, 0.0)] for _ in prompts]
         ids, mask = left_pad(prompts, self.pad_id)
         width, device = ids.size(1), self._device()
@@ -269,6 +278,7 @@ class Responder(nn.Module):
                 input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config,
                 logits_processor=LogitsProcessorList([ReplyNgramBlock(block, width)] if block > 0 else []),
                 stopping_criteria=StoppingCriteriaList([ReplyBudget(budgets, width)]),
+                streamer=None if beam else streamer,
             )
         steps = self.lm.compute_transition_scores(
             out.sequences, out.logits, out.beam_indices if beam else None, normalize_logits=True)
@@ -282,4 +292,8 @@ class Responder(nn.Module):
             tokens = seq if ended is None else seq[:ended]
             score = float(sum(logprobs[: len(seq) if ended is None else ended + 1]))
             results[i].append(Hypothesis(tokens, score, ranked[j] if beam else score))
+        if beam and streamer is not None:  # the chosen reply, in one piece
+            streamer.put(ids)
+            streamer.put(torch.as_tensor(results[0][0].tokens, dtype=torch.long))
+            streamer.end()
         return results
