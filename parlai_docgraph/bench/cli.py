@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -103,11 +104,24 @@ def run_benchmarks(names: Optional[Sequence[str]] = None, quick: bool = False) -
         out[name] = BENCHMARKS[name](quick)
         seconds[name] = round(time.perf_counter() - start, 2)
     out["meta"] = {
-        "quick": quick, "seconds": seconds, "python": platform.python_version(),
+        "quick": quick, "seconds": seconds, "command": " ".join(sys.argv),
+        "commit": _commit(), "python": platform.python_version(),
         "machine": platform.machine(), "cpus": os.cpu_count(),
         "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     return out
+
+
+def _commit() -> Optional[str]:
+    """The git commit of the source tree the package runs from (``None`` outside a clone)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, cwd=Path(__file__).resolve().parent, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def format_results(results: Dict[str, Any]) -> str:

@@ -14,14 +14,18 @@ Each size runs in a fresh Python process, so its peak memory is its own:
    (the rest of the selector: encoding the candidate pairs, the graph network, ranking),
    ``generation`` (the responder) and ``total`` (observe + act).
 
-The documents are :func:`~parlai_docgraph.bench.long_text.assemble_document` (the bundled
-docqa documents, then prose from installed libraries' docstrings), written once under
-``<datapath>/bench_long_documents``.
+The documents are :func:`~parlai_docgraph.bench.long_text.assemble_document`: the same two
+bundled docqa documents (:data:`ASKED_DOCUMENTS`, about 3 KB) at every size, then prose from
+installed libraries' docstrings up to the size, written once under
+``<datapath>/bench_long_documents``. Every size asks the same questions about the same
+documents, so only the amount of other text changes.
 
 Figures per size: ``bytes``, ``sentences``, ``index_s``, ``sentences_per_s`` (indexing),
-``model_load_s``, ``first_reply_s`` (process start to the first reply: model load, index and
-the first turn), median ``turn_ms`` per stage over the turns after the first,
-``answer_in_pool`` (share of turns whose answer sentence was retrieved), ``peak_rss_mb``.
+``model_load_s`` (process start, Python's imports included, to a loaded model),
+``first_reply_s`` (process start to the first reply: imports, model load, index and the
+first turn), median ``turn_ms`` per stage over the turns after the first,
+``answer_in_pool`` (share of turns whose answer sentence was retrieved), the median
+``pool_sentences`` and ``pool_words`` of a turn's pool, ``peak_rss_mb``.
 Headline figures with goals: ``turn_latency_ratio`` (median total turn at the largest size
 over the smallest; goal <= 1.5), ``first_reply_s_largest`` (goal <= 120 s) and
 ``peak_rss_mb_largest`` (goal <= 4096 MB).
@@ -39,12 +43,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from parlai_docgraph.bench.cli import GOAL_MAXIMA, register_benchmark
 
-START = time.perf_counter()  # the worker's start (module import: process start, near enough)
 SIZES = {"10KB": 10_000, "100KB": 100_000, "1MB": 1_000_000, "5MB": 5_000_000}
+#: the docqa documents every size starts with; the turns ask their questions
+ASKED_DOCUMENTS = ("canoe_rental_faq.md", "lighthouse_keeper_biography.txt")
 QUICK_SIZES = ("10KB", "100KB")
 STAGES = ("retrieval", "graph", "selection", "generation", "total")
 GOAL_MAXIMA.update({"turn_latency_ratio": 1.5, "first_reply_s_largest": 120.0,
@@ -89,8 +94,9 @@ def questions_in(text: str, limit: int) -> List[Dict[str, str]]:
     return out[:limit]
 
 
-def measure(document: str, model_file: str, turns: int) -> Dict[str, Any]:
-    """One size (see the module docstring); runs in the worker process."""
+def measure(document: str, model_file: str, turns: int, started: float) -> Dict[str, Any]:
+    """One size (see the module docstring); runs in the worker process, which its parent
+    started at ``started`` (``time.time()``)."""
     from parlai.core.agents import create_agent_from_model_file
 
     text = Path(document).read_text(encoding="utf-8")
@@ -98,15 +104,16 @@ def measure(document: str, model_file: str, turns: int) -> Dict[str, Any]:
     with tempfile.TemporaryDirectory() as fresh:
         agent = create_agent_from_model_file(model_file, {
             "interactive_mode": True, "datapath": fresh, "documents": None})
-        loaded = time.perf_counter()
+        loaded = time.time()
         agent.load_documents([document])
-        indexed = time.perf_counter()
+        indexed = time.time()
         timer = StageTimer()
         agent.index.retrieve = timer.wrap("retrieval", agent.index.retrieve)
         agent.responder.batch_act = timer.wrap("generation", agent.responder.batch_act)
         graphs = agent.selector.graphs
         graphs.get = timer.wrap("graph", graphs.get)
         per_turn: List[Dict[str, float]] = []
+        pools: List[Tuple[int, int]] = []  # (sentences, words) of each turn's pool
         in_pool = 0
         first_reply = 0.0
         for number, row in enumerate(asked):
@@ -116,9 +123,11 @@ def measure(document: str, model_file: str, turns: int) -> Dict[str, Any]:
             reply = agent.act()
             total = time.perf_counter() - start
             if number == 0:
-                first_reply = time.perf_counter() - START
+                first_reply = time.time() - started
             in_pool += any(row["answer"] == s for _, ss in agent.turn_pool for s in ss)
             stage = dict(timer.seconds, total=total)
+            pools.append((sum(len(ss) for _, ss in agent.turn_pool),
+                          sum(len(x.split()) for _, ss in agent.turn_pool for x in ss)))
             stage["selection"] = total - sum(stage.get(k, 0.0) for k in
                                              ("retrieval", "graph", "generation"))
             per_turn.append(stage)
@@ -129,12 +138,14 @@ def measure(document: str, model_file: str, turns: int) -> Dict[str, Any]:
         return {
             "bytes": len(text.encode()), "sentences": agent.index.num_sentences,
             "passages": len(agent.index.passages),
-            "model_load_s": round(loaded - START, 2), "index_s": round(indexed - loaded, 2),
+            "model_load_s": round(loaded - started, 2), "index_s": round(indexed - loaded, 2),
             "sentences_per_s": round(stats.get("sentences_per_second", 0.0), 1),
             "first_reply_s": round(first_reply, 2), "turns": len(later),
             "turn_ms": {k: round(1000 * statistics.median(t.get(k, 0.0) for t in later), 1)
                         for k in STAGES},
             "answer_in_pool": round(in_pool / max(len(asked), 1), 3),
+            "pool_sentences": statistics.median(p[0] for p in pools[1:] or pools),
+            "pool_words": statistics.median(p[1] for p in pools[1:] or pools),
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         }
 
@@ -144,9 +155,12 @@ def document_for(size: int, folder: Path) -> Path:
     from parlai_docgraph.atomic import write_text_atomic
     from parlai_docgraph.bench.long_text import assemble_document
 
+    from parlai_docgraph.bench.long_text import _docqa_folder
+
     path = folder / f"long_{size}.md"
     if not path.is_file():
-        write_text_atomic(path, assemble_document(size))
+        docs = [_docqa_folder() / name for name in ASKED_DOCUMENTS]
+        write_text_atomic(path, assemble_document(size, docs))
     return path
 
 
@@ -160,8 +174,9 @@ def run_sizes(names: Sequence[str], model_file: str, datapath: str, turns: int
     sizes: Dict[str, Any] = {}
     for name in names:
         doc = document_for(SIZES[name], folder)
-        job = [sys.executable, "-m", "parlai_docgraph.bench.long_documents", "--worker",
-               "--document", str(doc), "--model-file", model, "--turns", str(turns)]
+        job = [sys.executable, "-c", "import sys; from parlai_docgraph.bench.long_documents "
+               "import main; main(sys.argv[1:])", "--worker", "--document", str(doc),
+               "--model-file", model, "--turns", str(turns), "--started", repr(time.time())]
         done = subprocess.run(job, capture_output=True, text=True, env=dict(os.environ))
         if done.returncode != 0:
             raise RuntimeError(f"long_documents {name} failed:\n{done.stderr[-3000:]}")
@@ -175,6 +190,22 @@ def run_sizes(names: Sequence[str], model_file: str, datapath: str, turns: int
         "peak_rss_mb_largest": large["peak_rss_mb"],
         "largest": names[-1], "smallest": names[0], "model_file": model_file,
     }
+
+
+def markdown_table(result: Dict[str, Any]) -> str:
+    """The Markdown table of a :func:`run_sizes` result (what the README quotes)."""
+    head = ("| document | sentences | index s (sentences/s) | first reply s | turn ms: "
+            "retrieval / graph / selection / generation = total | pool sentences | answer "
+            "retrieved | peak MB |")
+    rows = [head, "|---" * 8 + "|"]
+    for name, f in result["sizes"].items():
+        t = f["turn_ms"]
+        rows.append(
+            f"| {name} | {f['sentences']:,} | {f['index_s']:.1f} ({f['sentences_per_s']:,.0f}) "
+            f"| {f['first_reply_s']:.1f} | {t['retrieval']:.0f} / {t['graph']:.0f} / "
+            f"{t['selection']:.0f} / {t['generation']:.0f} = {t['total']:.0f} "
+            f"| {f['pool_sentences']:g} | {f['answer_in_pool']:.2f} | {f['peak_rss_mb']:,.0f} |")
+    return "\n".join(rows)
 
 
 @register_benchmark("long_documents")
@@ -201,9 +232,12 @@ def main(argv: Sequence[str]) -> None:
     parser.add_argument("--sizes", default=",".join(SIZES), help="comma-separated of "
                         + ", ".join(SIZES))
     parser.add_argument("--turns", type=int, default=8, help="turns after the first")
+    parser.add_argument("--started", type=float, default=None,
+                        help="worker: when its parent started it (time.time())")
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(measure(args.document, args.model_file, args.turns)))
+        started = args.started if args.started is not None else time.time()
+        print(json.dumps(measure(args.document, args.model_file, args.turns, started)))
         return
     names = [n for n in args.sizes.split(",") if n]
     result = run_sizes(names, args.model_file, args.datapath or _default_datapath(),

@@ -2,9 +2,9 @@
 Long documents for the ``long_documents`` benchmark and for trying the chat on a book-sized
 file: real English prose of any size, assembled deterministically from what is installed.
 
-:func:`assemble_document` writes a Markdown document of about ``size`` bytes: the bundled
-``docgraph:docqa`` documents first (so there are questions with known answers inside it),
-then prose paragraphs of the docstrings of installed libraries (numpy, scipy, torch,
+:func:`assemble_document` writes a Markdown document of about ``size`` bytes: the given
+documents first (e.g. bundled ``docgraph:docqa`` documents, so there are questions with known
+answers inside it), then prose paragraphs of the docstrings of installed libraries (numpy, scipy, torch,
 transformers, ...), each under a ``## module.function`` heading. A docstring paragraph is
 kept when it reads as prose: at least 12 words, mostly letters, no doctest or code lines,
 each distinct paragraph once. The text is distinct throughout, so caches keyed by sentence
@@ -78,22 +78,22 @@ def docstring_sections(packages: Sequence[str] = SOURCES) -> Iterator[Tuple[str,
                             yield name, paragraphs
 
 
-def assemble_document(size: int, docqa: bool = True) -> str:
-    """A Markdown document of at least ``size`` bytes (UTF-8) or every paragraph there is
-    (see the module docstring)."""
+def assemble_document(size: int, documents: Sequence[Path] = ()) -> str:
+    """A Markdown document of at least ``size`` bytes (UTF-8), or every paragraph there is:
+    the ``documents`` (text/Markdown files; their top heading becomes a ``##`` section), then
+    docstring prose (see the module docstring)."""
     parts: List[str] = ["# A long document\n"]
     total = len(parts[0])
-    if docqa:
-        for file in sorted(_docqa_folder().glob("*.[mt][dx]*")):
-            text = file.read_text(encoding="utf-8").strip()
-            section = re.sub(r"^# ", "## ", text, flags=re.M) if text.startswith("#") \
-                else f"## {file.stem.replace('_', ' ')}\n\n{text}"
-            parts.append(section + "\n")
-            total += len(section.encode()) + 2
-            if total >= size:
-                return "\n".join(parts)
+    for file in documents:
+        text = Path(file).read_text(encoding="utf-8").strip()
+        section = re.sub(r"^# ", "## ", text, flags=re.M) if text.startswith("#") \
+            else f"## {Path(file).stem.replace('_', ' ')}\n\n{text}"
+        parts.append(section + "\n")
+        total += len(section.encode()) + 2
     seen = set()
     for heading, paragraphs in docstring_sections():
+        if total >= size:
+            break
         fresh = [p for p in paragraphs if p not in seen]
         if not fresh:
             continue
@@ -101,6 +101,4 @@ def assemble_document(size: int, docqa: bool = True) -> str:
         section = f"## {heading}\n\n" + "\n\n".join(fresh) + "\n"
         parts.append(section)
         total += len(section.encode()) + 1
-        if total >= size:
-            break
     return "\n".join(parts)
