@@ -124,7 +124,8 @@ class DocgraphAgent(Agent):
             self.selector = self._build_part("selector")
             self.responder = self._build_part("responder")
         self.last_selection: Optional[Dict[str, Any]] = None
-        self.documents: Passages = []
+        # a copy (clone(), self_chat's partner) talks about the same documents
+        self.documents: Passages = list(shared.get("documents", [])) if shared else []
         self._notes: List[str] = []
         self._graph = None  # the document graph of --show-graph, built on first use
         self._told_no_knowledge = False
@@ -212,6 +213,7 @@ class DocgraphAgent(Agent):
         shared = super().share()
         shared["selector"] = self.selector.share()
         shared["responder"] = self.responder.share()
+        shared["documents"] = list(self.documents)
         return shared
 
     # ------------------------------------------------------------------ dialogue
@@ -221,6 +223,12 @@ class DocgraphAgent(Agent):
         msg = Message(observation)
         if self.opt.get("interactive_mode") and "text" in msg and not any(
                 k in msg for k in ("labels", "eval_labels")):
+            if msg.get("id") == "context" and not str(msg["text"]).strip():
+                # ParlAI's self_chat world opens with an empty context for the second
+                # agent: not a user's empty turn, nothing to observe
+                self.observation = Message({"episode_done": msg.get("episode_done", False),
+                                            "docgraph_answered": True})
+                return self.observation
             answered = self._interactive_turn(msg)
             if answered is not None:
                 self.observation = Message({**answered, "docgraph_answered": True})
