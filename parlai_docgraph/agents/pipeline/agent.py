@@ -231,6 +231,11 @@ class DocgraphAgent(Agent):
                 return self.observation
             answered = self._interactive_turn(msg)
             if answered is not None:
+                if msg.get("episode_done"):
+                    # a bare [DONE] ends the episode without a turn for the models: their
+                    # dialogue (the selector's context) starts afresh all the same
+                    self.selector.reset()
+                    self.responder.reset()
                 self.observation = Message({**answered, "docgraph_answered": True})
                 return self.observation
         resp_obs = self.responder.observe(msg.copy())
