@@ -83,6 +83,8 @@ def test_chat_and_table_summaries():
     lines = ["INFO | ablate: training full (docgraph/graph_selector {}) for 400 steps",
              "{\"loss\": 1.0}", "| variant | know_acc |", "|---|---|", "| full | 1.000 |"]
     assert list(table(lines)) == ["training full for 400 steps ...", *lines[2:]]
+    two = ["| a |", "|---|", "", "| b |", "|---|"]
+    assert list(table(two)) == ["| a |", "|---|", "", "| b |", "|---|"]
 
 
 def test_the_filter_reads_stdin_to_the_end():

@@ -110,13 +110,20 @@ def chat(lines: Iterable[str]) -> Iterator[str]:
 
 
 def table(lines: Iterable[str]) -> Iterator[str]:
-    """Scripts that print a Markdown table: what they are training, then the table."""
+    """Scripts that print Markdown tables: what they are training, then the tables (a blank
+    line between two)."""
+    tables, previous = 0, ""
     for line in lines:
         training = re.search(r"ablate: training (\w+) .* for (\d+) steps", line)
         if training:
             yield f"training {training.group(1)} for {training.group(2)} steps ..."
         elif line.startswith("|"):
+            if not previous.startswith("|"):
+                tables += 1
+                if tables > 1:
+                    yield ""
             yield line
+        previous = line
 
 
 STEPS: Dict[str, Callable[[Iterable[str]], Iterator[str]]] = {
@@ -130,7 +137,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = parser.parse_args(argv)
     lines = (line.rstrip("\n") for line in sys.stdin)
     for shown in STEPS[args.step](lines):
-        print(INDENT + shown, flush=True)
+        print(INDENT + shown if shown else "", flush=True)
     # a step that printed nothing the filter knows still reads to the end (tee must not
     # see a closed pipe)
     for _ in lines:
