@@ -6,7 +6,11 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.deps-installed
-DATA   ?= data
+# make demo's outputs (the full log, the graph, the ablation); data and models go to ParlAI's
+# datapath, as for every bare `parlai` command: $PARLAI_DATAPATH, else ParlAI's default
+DEMO   ?= demo
+DEMO_LOG := $(DEMO)/demo.log
+SHELL  := /bin/bash
 # Offline by default: no hub or dataset downloads at run time.
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -32,29 +36,47 @@ dev: $(STAMP)
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	cp parlai_docgraph_hook.pth "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
 
+# $(call step,TITLE,SUMMARY,COMMAND): COMMAND's whole output (the command first) goes to
+# $(DEMO_LOG); the console shows TITLE, the lines demo_summary's SUMMARY filter keeps and
+# the time taken; on failure, the end of the log
+define step
+	@printf '\n== %s\n' "$(1)"
+	@set -o pipefail; start=$$SECONDS; \
+	{ set -x; $(3); } 2>&1 | tee -a $(DEMO_LOG) | $(BIN)/python -m parlai_docgraph.scripts.demo_summary $(2) \
+		|| { printf '   FAILED; the end of %s:\n' $(DEMO_LOG); tail -n 25 $(DEMO_LOG); exit 1; }; \
+	printf '   (%d s)\n' $$((SECONDS - start))
+endef
+
+DEMO_DOC := parlai_docgraph/assets/demo_document.md
+DEMO_QUESTION := Why did keepers on rock stations live without their families?
+DEMO_EVAL = $(BIN)/parlai eval_model -mf zoo:docgraph/sample/model -t docgraph:sample -dt test -bs 8 --inference greedy
+DEMO_CHAT = printf '%s\n[EXIT]\n' '$(DEMO_QUESTION)' | $(BIN)/parlai interactive -mf zoo:docgraph/sample/model --documents $(DEMO_DOC) --show-graph $(DEMO)/graph.html
+DEMO_ABLATE = $(BIN)/parlai-docgraph ablate -t docgraph:synthetic --label-type chosen_sent \
+	--variants full,none --steps 400 --seed 0 --out-dir $(DEMO)/ablation \
+	--encoder-model tiny --selector-hidden 32 --type-dim 8 --pair-truncate 64 \
+	--graph-cache memory --graph-memo-size 4000 -bs 8 -lr 3e-3 --gradient-clip 1.0 \
+	--num-negatives 0 --synthetic-dialogues 2000 --synthetic-eval-dialogues 100 \
+	--synthetic-facts 1 --synthetic-turns 1
+DEMO_HELDOUT = $(BIN)/parlai-docgraph heldout_eval --model-files zoo:docgraph/sample/model
+
 demo: install
-	$(BIN)/parlai verify_data -t docgraph:sample --datapath $(DATA)
-	$(BIN)/parlai verify_data -t docgraph:sample_kg --datapath $(DATA)
-	@echo "== train (zoo:docgraph/sample/model is built from its bundled recipe on first use) and evaluate on the test split"
-	$(BIN)/parlai eval_model -mf zoo:docgraph/sample/model -t docgraph:sample -dt test -bs 8 \
-		--inference greedy --datapath $(DATA)
-	@echo "== one scripted interactive turn over parlai_docgraph/assets/demo_document.md"
-	printf 'Why did keepers on rock stations live without their families?\n[EXIT]\n' | \
-		$(BIN)/parlai interactive -mf zoo:docgraph/sample/model --datapath $(DATA) \
-		--documents parlai_docgraph/assets/demo_document.md --show-graph $(DATA)/demo_graph.html
-	@echo "== graph of the last turn: $(DATA)/demo_graph.html"
-	@echo "== docgraph:synthetic (unseen people): the graph selector against the plain cross-encoder"
-	$(BIN)/parlai-docgraph ablate -t docgraph:synthetic --label-type chosen_sent \
-		--variants full,none --steps 400 --seed 0 --out-dir $(DATA)/demo_ablation \
-		--encoder-model tiny --selector-hidden 32 --type-dim 8 --pair-truncate 64 \
-		--graph-cache memory --graph-memo-size 4000 -bs 8 -lr 3e-3 --gradient-clip 1.0 \
-		--num-negatives 0 --synthetic-dialogues 2000 --synthetic-eval-dialogues 100 \
-		--synthetic-facts 1 --synthetic-turns 1 --datapath $(DATA)
-	@echo "== held-out document questions (documents no model saw): the zoo model's selector against zero-shot MiniLM cosine"
-	$(BIN)/parlai-docgraph heldout_eval --model-files zoo:docgraph/sample/model --datapath $(DATA)
-	@echo "== chat in the browser over your documents:"
-	@echo "   $(BIN)/parlai-docgraph chat -mf zoo:docgraph/sample/model --datapath $(DATA) --documents parlai_docgraph/assets/demo_document.md"
+	@mkdir -p $(DEMO) && : > $(DEMO_LOG)
+	@echo "datapath (ParlAI's: \$$PARLAI_DATAPATH, else its default; every command below and in the README uses it):"
+	@echo "   $$($(BIN)/python -c "from parlai.core.params import ParlaiParser; print(ParlaiParser(True, False).parse_args([])['datapath'])")"
+	@echo "full log: $(DEMO_LOG)"
+	$(call step,verify_data docgraph:sample (bundled WoW-format sample),verify,$(BIN)/parlai verify_data -t docgraph:sample)
+	$(call step,verify_data docgraph:sample_kg (bundled OpenDialKG-format sample),verify,$(BIN)/parlai verify_data -t docgraph:sample_kg)
+	$(call step,eval_model zoo:docgraph/sample/model on docgraph:sample test (built from its bundled recipe on first use: about 3-4 min),eval,$(DEMO_EVAL))
+	$(call step,one scripted parlai interactive turn over $(DEMO_DOC) ($(DEMO_QUESTION)),chat,$(DEMO_CHAT))
+	@echo "   graph of the turn: $(DEMO)/graph.html"
+	$(call step,docgraph:synthetic (unseen people): the graph selector (full) against the plain cross-encoder (none); know_acc,table,$(DEMO_ABLATE))
+	$(call step,held-out document questions (documents no model saw): the zoo model's selector against zero-shot MiniLM cosine,table,$(DEMO_HELDOUT))
+	@echo
+	@echo "== chat over your documents (the same model; nothing is built again):"
+	@echo "   $(BIN)/parlai interactive -mf zoo:docgraph/sample/model --documents $(DEMO_DOC)"
+	@echo "   $(BIN)/parlai-docgraph chat -mf zoo:docgraph/sample/model --documents $(DEMO_DOC)"
 	@echo "   then open http://127.0.0.1:8080/"
+	@echo "full log: $(DEMO_LOG)"
 
 test: install
 	$(BIN)/pytest -q tests

@@ -168,3 +168,13 @@ def minilm():
     # [CLS] pooling reads the last hidden state: no pooler, so every parameter trains (DDP)
     encoder = transformers.AutoModel.from_pretrained(path, add_pooling_layer=False)
     return encoder, transformers.AutoTokenizer.from_pretrained(path)
+
+
+@pytest.fixture(scope="session")
+def zoo_datapath(tmp_path_factory) -> Path:
+    """A datapath where ``zoo:docgraph/sample/model`` resolves to a quickly trained stand-in
+    (``tests/zoo_standin.py``), built once per session; pass it as ``--datapath`` or
+    ``PARLAI_DATAPATH``."""
+    from zoo_standin import build_standin
+
+    return build_standin(tmp_path_factory.mktemp("zoo_standin"))

@@ -100,6 +100,15 @@ def test_datasets_script_reports_missing_files(tmp_path, datapath):
     assert "[ no] opendialkg" in out.stdout and "opendialkg.csv" in out.stdout
 
 
+def test_datasets_script_uses_parlais_datapath(tmp_path, datapath):
+    """Without --datapath, ParlAI's datapath ($PARLAI_DATAPATH, else ParlAI's default), as
+    every parlai command and make demo (README, "Quick start")."""
+    out = run_cli(["parlai-docgraph", "datasets"], cwd=tmp_path,
+                  env={"PARLAI_DATAPATH": str(datapath)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == f"datapath: {datapath}"
+
+
 FQ_MODULE = """
 from parlai.core.loader import register_agent
 from parlai.agents.transformer.transformer import TransformerRankerAgent

@@ -4,7 +4,7 @@
 Two servers, each started once for the module:
 
 * ``cli_server``: the README's command as a user types it, in a subprocess (``parlai-docgraph
-  chat -mf MODEL --datapath data --documents notes.md --port PORT``, with the test model and
+  chat -mf MODEL --documents notes.md --port PORT``, with the test model and
   a free port; the model's own reply mode, ``generate``, so replies stream token by token),
   with its own ``TMPDIR``;
 * ``app_server``: the same app in this process (uvicorn in a thread, ``--reply-mode
@@ -116,7 +116,8 @@ def cli_server(model_file, tmp_path_factory):  # noqa: F811
     by a free one, its document (written into the working folder) holding :data:`DOC`."""
     args = readme_command()
     assert args[:2] == ["parlai-docgraph", "chat"]
-    given = {a: args[args.index(a) + 1] for a in ("-mf", "--datapath", "--documents", "--port")}
+    assert "--datapath" not in args  # ParlAI's datapath, as every README command
+    given = {a: args[args.index(a) + 1] for a in ("-mf", "--documents", "--port")}
     port = _free_port()
     args[args.index("-mf") + 1], args[args.index("--port") + 1] = model_file, str(port)
     folder = tmp_path_factory.mktemp("cli_chat")
@@ -126,7 +127,9 @@ def cli_server(model_file, tmp_path_factory):  # noqa: F811
     log = folder / "server.log"
     with open(log, "w") as out:
         proc = subprocess.Popen([str(BIN / args[0])] + args[1:], cwd=str(folder),
-                                env=offline_env({"TMPDIR": str(tmp)}), stdout=out,
+                                env=offline_env({"TMPDIR": str(tmp),
+                                                 "PARLAI_DATAPATH": str(folder / "data")}),
+                                stdout=out,
                                 stderr=subprocess.STDOUT)
     server = Server(f"http://127.0.0.1:{port}", folder / given["--documents"], tmp=tmp,
                     proc=proc, log=log)

@@ -47,14 +47,11 @@ class Datasets(ParlaiScript):
 
     @classmethod
     def setup_args(cls) -> ParlaiParser:
-        parser = ParlaiParser(False, False, description=cls.__doc__.strip())
-        parser.add_argument(
-            "-dp", "--datapath", default=None, help="ParlAI data folder to inspect"
-        )
-        return parser
+        # ParlAI's own --datapath: $PARLAI_DATAPATH, else ParlAI's default, as every command
+        return ParlaiParser(True, False, description=cls.__doc__.strip())
 
     def run(self) -> List[Dict[str, str]]:
-        datapath = self.opt.get("datapath") or os.environ.get("PARLAI_DATAPATH") or "data"
+        datapath = self.opt["datapath"]
         rows = dataset_status(datapath)
         lines = [f"datapath: {os.path.abspath(datapath)}", f"bundled samples: {SAMPLE_DATAPATH}"]
         for row in rows:

@@ -1,12 +1,20 @@
 """
-Interactive worlds of the ``docgraph`` tasks: ``parlai interactive -mf M -t docgraph:sample``
-(or ``docgraph:wow``, ``docgraph:holle``, ``docgraph``) chats about the topics of the task.
+Interactive and self-chat worlds of the ``docgraph`` tasks: ``parlai interactive -mf M -t
+docgraph:sample`` (or ``docgraph:wow``, ``docgraph:holle``, ``docgraph``) chats about the
+topics of the task; ``parlai self_chat -mf M -t docgraph:sample`` lets the model talk to a
+copy of itself about them.
 
 Each chat picks one topic of the task's ``--interactive-topics-datatype`` split (in order,
-or the one named by ``--topic``) and hands the model, with every user turn, that topic's
-knowledge pool: the ``knowledge_passages`` of the first turn of an episode with that
+or the one named by ``--topic``) and hands the model, with every turn it observes, that
+topic's knowledge pool: the ``knowledge_passages`` of the first turn of an episode with that
 ``chosen_topic``, as the Wizard of Wikipedia collection showed its wizards. The first
-user turn is prefixed with the topic, as WoW's first turns are.
+user turn is prefixed with the topic, as WoW's first turns are; in a self-chat both agents
+first observe the topic as their context (as ParlAI's WoW self-chat world does).
+
+ParlAI's ``self_chat`` script looks for ``SelfChat<Task>World`` in a task's ``worlds.py``
+and, when there is none, silently falls back to a plain two-agent world in which the model
+speaks first without having observed anything (a ``TorchAgent`` then fails with "You're
+self_observing without having observed something"): hence the ``SelfChat*World`` classes.
 """
 
 from __future__ import annotations
@@ -18,6 +26,9 @@ from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 from parlai.core.worlds import validate
 from parlai.tasks.interactive.worlds import InteractiveWorld as _ParlaiInteractiveWorld
+from parlai.tasks.self_chat.worlds import SelfChatWorld as _ParlaiSelfChatWorld
+
+from parlai_docgraph.tasks.docgraph.readers.wow import NO_PASSAGE
 
 Topic = Tuple[str, List[List]]
 
@@ -49,22 +60,22 @@ def task_topics(opt: Opt, datatype: str) -> List[Topic]:
     return list(seen.items())
 
 
-class InteractiveWorld(_ParlaiInteractiveWorld):
-    """A human chats with the model about one task topic per episode (module docstring)."""
+class _TopicWorld:
+    """One task topic per episode and its knowledge pool (shared by the worlds below)."""
 
-    @classmethod
-    def add_cmdline_args(
-        cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
-    ) -> ParlaiParser:
-        super().add_cmdline_args(parser, partial_opt)
-        group = parser.add_argument_group("docgraph interactive world")
+    opt: Opt
+
+    @staticmethod
+    def add_topic_args(parser: ParlaiParser) -> None:
+        group = parser.add_argument_group("docgraph topic worlds")
         group.add_argument("--topic", type=str, default=None,
-                           help="chat about this topic (default: the split's topics in order)")
+                           help="interactive / self_chat: chat about this topic (default: "
+                           "the split's topics in order)")
         group.add_argument("--interactive-topics-datatype", type=str, default="valid",
-                           help="split whose topics and knowledge pools are used")
-        return parser
+                           help="interactive / self_chat: split whose topics and knowledge "
+                           "pools are used")
 
-    def init_contexts(self, shared=None) -> None:
+    def init_topics(self, shared=None) -> None:
         if shared is not None and "topics" in shared:
             self.topics = shared["topics"]
         else:
@@ -80,15 +91,48 @@ class InteractiveWorld(_ParlaiInteractiveWorld):
         self.topic_index = -1
         self.topic: Optional[Topic] = None
 
-    def share(self):
-        shared = super().share()
-        shared["topics"] = self.topics
-        return shared
-
     def next_topic(self) -> Topic:
         self.topic_index = (self.topic_index + 1) % len(self.topics)
         self.topic = self.topics[self.topic_index]
         return self.topic
+
+    def grounded(self, act: Message) -> Message:
+        """
+        ``act`` with the current topic's knowledge pool, as the model observes it: the
+        fields of a ``--label-type chosen_sent`` WoW message (``knowledge_passages``,
+        ``knowledge`` lines, and those lines as ``label_candidates`` after the
+        no-knowledge line), so a knowledge ranker on its own (``-m
+        docgraph/graph_selector``) has candidates to choose from.
+        """
+        name, passages = self.topic
+        lines = [f"{title} {sentence}" for title, sentences in passages
+                 for sentence in sentences]
+        act = Message(act)
+        act.force_set("knowledge_passages", passages)
+        act.force_set("chosen_topic", name)
+        act.force_set("knowledge", "".join(line + "\n" for line in lines))
+        act.force_set("label_candidates", [f"{NO_PASSAGE} {NO_PASSAGE}"] + lines)
+        return act
+
+
+class InteractiveWorld(_TopicWorld, _ParlaiInteractiveWorld):
+    """A human chats with the model about one task topic per episode (module docstring)."""
+
+    @classmethod
+    def add_cmdline_args(
+        cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
+    ) -> ParlaiParser:
+        super().add_cmdline_args(parser, partial_opt)
+        cls.add_topic_args(parser)
+        return parser
+
+    def init_contexts(self, shared=None) -> None:
+        self.init_topics(shared)
+
+    def share(self):
+        shared = super().share()
+        shared["topics"] = self.topics
+        return shared
 
     def parley(self) -> None:
         human, model = self.agents
@@ -103,11 +147,10 @@ class InteractiveWorld(_ParlaiInteractiveWorld):
             self.finalize_episode()
             self.turn_cnt = 0
             return
-        name, passages = self.topic
+        name, _ = self.topic
         if self.turn_cnt == 0 and act.get("text"):
             act.force_set("text", f"{name}\n{act['text']}")
-        act.force_set("knowledge_passages", passages)
-        act.force_set("chosen_topic", name)
+        act = self.grounded(act)
         self.acts[0] = act
         model.observe(validate(act))
         self.acts[1] = model.act()
@@ -128,4 +171,57 @@ class InteractiveWowWorld(InteractiveWorld):
 
 
 class InteractiveHolleWorld(InteractiveWorld):
+    pass
+
+
+class SelfChatWorld(_TopicWorld, _ParlaiSelfChatWorld):
+    """
+    The model and a copy of itself (or ``--partner-model-file``) talk about one task topic
+    per episode: both observe the topic as their context, then take turns, each observed
+    turn carrying the topic's knowledge pool (module docstring). ParlAI's base world gives
+    the dialogue structure (``--selfchat-max-turns``, episodes, logging).
+    """
+
+    @classmethod
+    def add_cmdline_args(
+        cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
+    ) -> ParlaiParser:
+        super().add_cmdline_args(parser, partial_opt)
+        cls.add_topic_args(parser)
+        return parser
+
+    def init_contexts(self, shared=None) -> None:
+        self.init_topics(shared)
+
+    def share(self):
+        shared = super().share()
+        shared["topics"] = self.topics
+        return shared
+
+    def parley(self) -> None:
+        if self.episode_done():
+            self._end_episode()
+        if self.turn_cnt == 0:
+            name, _ = self.next_topic()
+            self.acts = [Message({"id": "context", "text": name, "episode_done": False})
+                         for _ in self.agents]
+            for agent, context in zip(self.agents, self.acts):
+                agent.observe(validate(self.grounded(context)))
+        else:
+            for i in (0, 1):
+                self.acts[i] = self.agents[i].act()
+                self.agents[1 - i].observe(validate(self.grounded(self.acts[i])))
+        self.update_counters()
+        self.turn_cnt += 1
+
+
+class SelfChatSampleWorld(SelfChatWorld):
+    pass
+
+
+class SelfChatWowWorld(SelfChatWorld):
+    pass
+
+
+class SelfChatHolleWorld(SelfChatWorld):
     pass

@@ -98,6 +98,10 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                 f"{GraphSelectorDictionaryAgent.__module__}:"
                 f"{GraphSelectorDictionaryAgent.__name__}"),
         )
+        if partial_opt is not None and partial_opt.get("interactive_mode"):
+            # interactive and self_chat talk to one partner at a time (ParlAI's default
+            # batch size; self_chat refuses any other)
+            parser.set_defaults(batchsize=1)
         return parser
 
     @classmethod

@@ -138,7 +138,9 @@ class DocgraphAgent(Agent):
             self.selector = self._build_part("selector")
             self.responder = self._build_part("responder")
         self.last_selection: Optional[Dict[str, Any]] = None
-        self.index = DocumentIndex(
+        # a copy (clone(), self_chat's partner, a web session) talks about the same
+        # documents: it forks the index (no second read)
+        self.index = shared["index"].fork() if shared and "index" in shared else DocumentIndex(
             cache_root=str(default_store_root(opt["datapath"]).parent)
             if opt.get("datapath") else None,
             max_passage_sentences=opt.get("max_passage_sentences", 8))
@@ -249,6 +251,7 @@ class DocgraphAgent(Agent):
         shared = super().share()
         shared["selector"] = self.selector.share()
         shared["responder"] = self.responder.share()
+        shared["index"] = self.index
         return shared
 
     # ------------------------------------------------------------------ dialogue
@@ -258,8 +261,18 @@ class DocgraphAgent(Agent):
         msg = Message(observation)
         if self.opt.get("interactive_mode") and "text" in msg and not any(
                 k in msg for k in ("labels", "eval_labels")):
+            if msg.get("id") == "context" and not str(msg["text"]).strip():
+                # ParlAI's self_chat world opens with an empty context for the second
+                # agent: not a user's empty turn, nothing to observe
+                self.observation = Message({"episode_done": msg.get("episode_done", False),
+                                            "docgraph_answered": True})
+                return self.observation
             answered = self._interactive_turn(msg)
             if answered is not None:
+                if msg.get("episode_done"):
+                    # a bare [DONE] ends the episode without a turn for the models: their
+                    # dialogue (the selector's context) starts afresh all the same
+                    self.reset()
                 self.observation = Message({**answered, "docgraph_answered": True})
                 return self.observation
         resp_obs = self.responder.observe(msg.copy())

@@ -94,7 +94,8 @@ class SessionStore:
         self.lock = threading.Lock()  # the models: one turn (or upload) at a time
         self._index = threading.Lock()  # the sessions dict and busy counts (held briefly)
         self.root = tempfile.mkdtemp(prefix="docgraph_chat_")
-        # the server's --documents are read and indexed once; every session forks the index
+        # the server's --documents are read and indexed once; every session's agent copy
+        # forks that index (DocgraphAgent.share)
         self.start_notes: List[str] = []
         if self.start_documents:
             agent.load_documents(self.start_documents)
@@ -117,8 +118,7 @@ class SessionStore:
             self.sessions[sid] = session
         try:
             with self._models(deadline):
-                session.agent = create_agent_from_shared(self.shared)
-                session.agent.index = self.base.index.fork()
+                session.agent = create_agent_from_shared(self.shared)  # forks the index
                 session.documents = _names(session.agent)
                 notes = list(self.start_notes)
         except BaseException:

@@ -1,0 +1,164 @@
+"""
+Every ``parlai interactive``, ``parlai self_chat`` and ``parlai-docgraph chat`` command of
+the README's ``bash`` blocks that talks to ``zoo:docgraph/sample/model`` (what a user runs
+after ``make demo``), run as written through the CLI (a subprocess per command). The others
+chat with a model their own section trains first (DialogGSR's ``-mf /tmp/gsr/model``, a
+LoRA-tuned local LM): a test checks that each names a model file a ``train_model`` command
+of the README writes; training them is not repeated here.
+
+Each runs in a temporary folder that holds the files it names (each ``--documents`` file,
+a few sentences of text), with ParlAI's datapath (``PARLAI_DATAPATH``, the README's scheme:
+"Quick start", "One datapath") holding the stand-in for ``zoo:docgraph/sample/model``
+(``tests/zoo_standin.py``: the real recipe's layout, quickly trained, resolved by ParlAI's
+own zoo lookup). ``interactive`` reads one question and ``[EXIT]`` on stdin. ``chat`` is
+started, one page is requested once its port listens, and it is stopped; its ``--port`` is
+replaced by a free one, the only change to a command, so that runs on one machine do not
+collide.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from conftest import BIN, offline_env, run_cli
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+PROGRAMS = (("parlai", "interactive"), ("parlai", "self_chat"), ("parlai-docgraph", "chat"))
+QUESTION = "Why did the keepers live without their families?"
+
+
+def readme_commands() -> List[List[str]]:
+    """The commands of :data:`PROGRAMS` in the README's bash blocks (continued lines
+    joined, comments dropped), as argument lists."""
+    text = README.read_text(encoding="utf-8")
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            args = shlex.split(line, comments=True)
+            if tuple(args[:2]) in PROGRAMS:
+                commands.append(args)
+    return commands
+
+
+ALL_COMMANDS = readme_commands()
+#: the commands run here: those over the zoo model
+COMMANDS = [a for a in ALL_COMMANDS if "zoo:docgraph/sample/model" in a]
+
+
+def _documents(args: List[str]) -> List[str]:
+    """The file names after ``--documents`` (up to the next option)."""
+    if "--documents" not in args:
+        return []
+    names = []
+    for arg in args[args.index("--documents") + 1:]:
+        if arg.startswith("-"):
+            break
+        names.append(arg)
+    return names
+
+
+def _prepare(args: List[str], folder: Path) -> None:
+    """Write each document the command names: a heading and a few sentences."""
+    for i, name in enumerate(_documents(args)):
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"# Keepers {i}\n\nStations built on rocks at sea had no room for "
+                        f"families. Keepers served there for several weeks.\n\n## Supplies\n\n"
+                        f"Boats brought food and oil when the sea was calm.\n")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_the_readme_has_the_chat_commands():
+    programs = {tuple(args[:2]) for args in COMMANDS}
+    assert programs == set(PROGRAMS), programs
+    # the README's scheme: ParlAI's datapath, as make demo uses it (no --datapath)
+    assert not [args for args in COMMANDS if "--datapath" in args or "-dp" in args]
+    trained = set(re.findall(r"parlai train_model [^\n`]*?-mf (\S+)",
+                             README.read_text(encoding="utf-8").replace("\\\n", " ")))
+    for args in ALL_COMMANDS:
+        if args not in COMMANDS:
+            model = args[args.index("-mf") + 1]
+            assert model in trained, f"{' '.join(args)}: no README command trains {model}"
+
+
+@pytest.mark.parametrize("args", [a for a in COMMANDS if a[:2] == ["parlai", "interactive"]],
+                         ids=lambda a: " ".join(a[2:]))
+def test_interactive_command_as_written(args, zoo_datapath, tmp_path):
+    _prepare(args, tmp_path)
+    done = subprocess.run([str(BIN / args[0]), *args[1:]], cwd=tmp_path,
+                          input=f"{QUESTION}\n[EXIT]\n", capture_output=True, text=True,
+                          timeout=300, env=offline_env({"PARLAI_DATAPATH": str(zoo_datapath)}))
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    assert re.search(r"\[selected_sentence\]: \S", out), out[-3000:]
+    assert re.search(r"\[Docgraph\]: \S", out), out[-3000:]
+    assert "Traceback" not in out
+    if "--show-graph" in args:
+        assert (tmp_path / args[args.index("--show-graph") + 1]).is_file()
+    if not (zoo_datapath / "models" / "docgraph" / "sample" / "model").is_file():
+        pytest.fail("the zoo model is gone from the datapath")
+
+
+@pytest.mark.parametrize("args", [a for a in COMMANDS if a[:2] == ["parlai", "self_chat"]],
+                         ids=lambda a: " ".join(a[2:]))
+def test_self_chat_command_as_written(args, zoo_datapath, tmp_path):
+    _prepare(args, tmp_path)
+    done = run_cli(args, tmp_path, env={"PARLAI_DATAPATH": str(zoo_datapath)})
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    assert len(re.findall(r"\[Docgraph_[12]\]: \S", out)) >= 2, out[-3000:]
+    if "--outfile" in args:
+        assert (tmp_path / f"{args[args.index('--outfile') + 1]}.jsonl").is_file()
+
+
+@pytest.mark.parametrize("args", [a for a in COMMANDS if a[:2] == ["parlai-docgraph", "chat"]],
+                         ids=lambda a: " ".join(a[2:]))
+def test_web_chat_command_as_written(args, zoo_datapath, tmp_path):
+    _prepare(args, tmp_path)
+    port = _free_port()
+    args = list(args)
+    if "--port" in args:
+        args[args.index("--port") + 1] = str(port)
+    else:
+        args += ["--port", str(port)]
+    proc = subprocess.Popen([str(BIN / args[0]), *args[1:]], cwd=tmp_path,
+                            env=offline_env({"PARLAI_DATAPATH": str(zoo_datapath)}),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"{' '.join(args)} exited ({proc.returncode}):\n"
+                            + proc.stdout.read()[-3000:])
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, f"nothing listens on port {port}"
+                time.sleep(0.5)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=60) as response:
+            status, page = response.status, response.read().decode("utf-8", "replace")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    assert status == 200
+    assert "<html" in page.lower()
