@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +22,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
+
+from parlai_docgraph.env import run_record
 
 Benchmark = Callable[[bool], Dict[str, Any]]
 BENCHMARKS: Dict[str, Benchmark] = {}
@@ -103,25 +104,9 @@ def run_benchmarks(names: Optional[Sequence[str]] = None, quick: bool = False) -
         start = time.perf_counter()
         out[name] = BENCHMARKS[name](quick)
         seconds[name] = round(time.perf_counter() - start, 2)
-    out["meta"] = {
-        "quick": quick, "seconds": seconds, "command": " ".join(sys.argv),
-        "commit": _commit(), "python": platform.python_version(),
-        "machine": platform.machine(), "cpus": os.cpu_count(),
-        "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+    out["meta"] = {"quick": quick, "seconds": seconds, **run_record(),
+                   "python": platform.python_version(), "cpus": os.cpu_count()}
     return out
-
-
-def _commit() -> Optional[str]:
-    """The git commit of the source tree the package runs from (``None`` outside a clone)."""
-    import subprocess
-
-    try:
-        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, cwd=Path(__file__).resolve().parent, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def format_results(results: Dict[str, Any]) -> str:

@@ -198,13 +198,18 @@ def markdown_table(result: Dict[str, Any]) -> str:
             "retrieval / graph / selection / generation = total | pool sentences | answer "
             "retrieved | peak MB |")
     rows = [head, "|---" * 8 + "|"]
-    for name, f in result["sizes"].items():
+    for name, f in sorted(result["sizes"].items(), key=lambda kv: kv[1]["bytes"]):
         t = f["turn_ms"]
         rows.append(
             f"| {name} | {f['sentences']:,} | {f['index_s']:.1f} ({f['sentences_per_s']:,.0f}) "
             f"| {f['first_reply_s']:.1f} | {t['retrieval']:.0f} / {t['graph']:.0f} / "
             f"{t['selection']:.0f} / {t['generation']:.0f} = {t['total']:.0f} "
             f"| {f['pool_sentences']:g} | {f['answer_in_pool']:.2f} | {f['peak_rss_mb']:,.0f} |")
+    large, small = result["largest"], result["smallest"]
+    rows += ["", f"First reply on {large} {result['first_reply_s_largest']:.1f} s after start, "
+             f"index included (goal: within 120 s); per-turn latency {large} / {small} "
+             f"{result['turn_latency_ratio']:.2f}x (goal: within 1.5x); peak memory at {large} "
+             f"{result['peak_rss_mb_largest']:,.0f} MB (goal: under 4,096 MB)."]
     return "\n".join(rows)
 
 

@@ -45,6 +45,7 @@ import dataclasses
 from parlai_docgraph.graphs.corpus import Pool as Passages
 from parlai_docgraph.graphs.retrieval import DEFAULT_BUDGET, DocumentIndex
 from parlai_docgraph.atomic import write_text_atomic
+from parlai_docgraph.env import run_record
 from parlai_docgraph.tasks.docgraph.docqa import HELDOUT, Question, load_questions
 
 #: ``rank(passages, question) -> candidate lines best first`` (``"title sentence"``)
@@ -172,6 +173,14 @@ def is_pipeline(model_file: str) -> bool:
     return bool(model) and load_agent_module(model) is DocgraphAgent
 
 
+def result_table(data: Dict[str, Any]) -> str:
+    """:func:`table` of a result file that ``--out`` wrote (what the README quotes)."""
+    rows = [(name, {s: figures["accuracy" + ("" if s == "document" else f"_{s}")]
+                    for s in data["settings"]})
+            for name, figures in data["systems"].items()]
+    return table(rows, len(data["questions"]), data["documents"], data["retrieval_recall"])
+
+
 def table(rows: Sequence[Tuple[str, Dict[str, float]]], n: int, docs: int,
           recall: Optional[float] = None) -> str:
     """The Markdown table of ``(system, {setting: accuracy})`` rows."""
@@ -274,7 +283,8 @@ class HeldoutEval(ParlaiScript):
         print(text)  # the script's output: the table
         if opt.get("out"):
             write_text_atomic(opt["out"], json.dumps(
-                {"questions": [q.question for q in questions],
+                {"meta": run_record(), "documents": docs, "settings": settings,
+                 "questions": [q.question for q in questions],
                  "gold": [q.gold for q in questions], "retrieval_recall": recall,
                  "retrieval_sentences": opt["retrieval_sentences"], "systems": detail},
                 indent=1))

@@ -61,9 +61,28 @@ def task_topics(opt: Opt, datatype: str) -> List[Topic]:
 
 
 class _TopicWorld:
-    """One task topic per episode and its knowledge pool (shared by the worlds below)."""
+    """
+    One task topic per episode and its knowledge pool (shared by the worlds below; listed
+    first in their bases, so its methods wrap the ParlAI world's through ``super()``).
+    """
 
     opt: Opt
+
+    @classmethod
+    def add_cmdline_args(
+        cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
+    ) -> ParlaiParser:
+        super().add_cmdline_args(parser, partial_opt)  # type: ignore[misc]
+        cls.add_topic_args(parser)
+        return parser
+
+    def init_contexts(self, shared=None) -> None:
+        self.init_topics(shared)
+
+    def share(self):
+        shared = super().share()  # type: ignore[misc]
+        shared["topics"] = self.topics
+        return shared
 
     @staticmethod
     def add_topic_args(parser: ParlaiParser) -> None:
@@ -118,22 +137,6 @@ class _TopicWorld:
 class InteractiveWorld(_TopicWorld, _ParlaiInteractiveWorld):
     """A human chats with the model about one task topic per episode (module docstring)."""
 
-    @classmethod
-    def add_cmdline_args(
-        cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
-    ) -> ParlaiParser:
-        super().add_cmdline_args(parser, partial_opt)
-        cls.add_topic_args(parser)
-        return parser
-
-    def init_contexts(self, shared=None) -> None:
-        self.init_topics(shared)
-
-    def share(self):
-        shared = super().share()
-        shared["topics"] = self.topics
-        return shared
-
     def parley(self) -> None:
         human, model = self.agents
         if self.turn_cnt == 0:
@@ -181,22 +184,6 @@ class SelfChatWorld(_TopicWorld, _ParlaiSelfChatWorld):
     turn carrying the topic's knowledge pool (module docstring). ParlAI's base world gives
     the dialogue structure (``--selfchat-max-turns``, episodes, logging).
     """
-
-    @classmethod
-    def add_cmdline_args(
-        cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
-    ) -> ParlaiParser:
-        super().add_cmdline_args(parser, partial_opt)
-        cls.add_topic_args(parser)
-        return parser
-
-    def init_contexts(self, shared=None) -> None:
-        self.init_topics(shared)
-
-    def share(self):
-        shared = super().share()
-        shared["topics"] = self.topics
-        return shared
 
     def parley(self) -> None:
         if self.episode_done():
