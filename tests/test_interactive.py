@@ -14,7 +14,8 @@ import pytest
 
 from conftest import save_tiny_encoder
 from parlai_docgraph.agents.pipeline.interactive import check_user_text
-from parlai_docgraph.graphs.corpus import load_documents, read_document, split_sentences
+from parlai_docgraph.graphs.corpus import read_document, split_sentences
+from parlai_docgraph.graphs.retrieval import DocumentIndex
 
 pytest.importorskip("transformers")
 
@@ -74,7 +75,9 @@ def test_list_items_are_sentences_without_markers(tmp_path):
 def test_missing_and_empty_documents_are_reported_not_fatal(docs, tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n", encoding="utf-8")
-    passages, problems = load_documents([str(tmp_path / "nope.md"), docs[0], str(empty)])
+    index = DocumentIndex(cache_root=None, progress=False)
+    problems = index.load([str(tmp_path / "nope.md"), docs[0], str(empty)])
+    passages = index.whole
     assert len(passages) == 2
     assert any("document not found" in p and "nope.md" in p for p in problems)
     assert any("empty.txt" in p and "no text" in p for p in problems)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from parlai_docgraph.graphs.corpus import (
-    document_paths, load_documents, read_document, split_sentences,
+    document_paths, read_document, split_sentences,
 )
 from parlai_docgraph.graphs.retrieval import DocumentIndex, window_passages
 
@@ -57,8 +57,9 @@ def test_documents_are_files_folders_and_globs(folder: Path):
     assert [Path(f).name for f in files] == ["minutes.md", "owls.md"]  # each file once
     assert any("no file matches" in p and "nope*.md" in p for p in problems)
     assert any("document not found" in p and "missing.md" in p for p in problems)
-    passages, _ = load_documents([str(folder / "**" / "*.txt")])
-    assert [t for t, _ in passages] == ["Lisbon trams", "Tickets"]
+    index = DocumentIndex(cache_root=None, progress=False)
+    assert index.load([str(folder / "**" / "*.txt")]) == []
+    assert [t for t, _ in index.whole] == ["Lisbon trams", "Tickets"]
 
 
 def test_long_paragraphs_are_cut_into_passages():
@@ -147,3 +148,21 @@ def test_a_fork_shares_the_index_until_it_grows(folder: Path):
     assert base.num_sentences == 3 and fork.num_sentences == 7
     assert any("ticket" in s for _, ss in fork.retrieve(["ticket"], budget=2) for s in ss)
     assert not any("ticket" in s for _, ss in base.retrieve(["ticket"], budget=2) for s in ss)
+
+
+def test_only_the_last_turns_of_the_dialogue_count(folder: Path, monkeypatch):
+    """The query is the last turn plus the ``history_turns`` before it (not the whole chat:
+    an old topic neither leans the pool nor makes every turn's query longer)."""
+    index = DocumentIndex(cache_root=None, progress=False)
+    index.load([str(folder)])
+    asked = []
+    real = index.scores
+    monkeypatch.setattr(index, "scores", lambda text: asked.append(text) or real(text))
+    dialogue = ["Tell me about owls.", "Owls hunt at night.", "What does a ticket cost?",
+                "three euros", "and a day pass?"]
+    index.retrieve(dialogue, budget=4)
+    assert asked == ["and a day pass?", "What does a ticket cost? three euros"]
+    asked.clear()
+    index.history_turns = 4
+    index.retrieve(dialogue, budget=4)
+    assert asked[1] == " ".join(dialogue[:4])

@@ -37,9 +37,8 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from conftest import BIN, offline_env
-from parlai_docgraph.agents.pipeline.web_sessions import (
-    LOAD_REFUSED, ChatError, SessionStore,
-)
+from parlai_docgraph.agents.pipeline.interactive import LOAD_REFUSED
+from parlai_docgraph.agents.pipeline.web_sessions import ChatError, SessionStore
 from parlai_docgraph.graphs.corpus import read_document
 from parlai_docgraph.scripts.chat import load_store
 from parlai_docgraph.scripts.chat_app import ChatSettings, allowed_hosts, build_app
@@ -264,7 +263,7 @@ def test_long_option_names_and_model_options_parse(model_file):  # noqa: F811
     assert "turn_timeout" not in opt["override"] and opt["turn_timeout"] == 120
 
 
-def test_load_message_never_reaches_the_agent(cli_server, tmp_path):
+def test_load_message_opens_no_file(cli_server, tmp_path):
     url, sid = cli_server.url, _session(cli_server.url)
     there = tmp_path / "notes.md"
     there.write_text("# Secret\n\nThe vault code is 4711.\n", encoding="utf-8")
@@ -386,6 +385,24 @@ def test_api_turns_bad_input_and_two_sessions(app_server):
     assert results["b"]["status"] == 200 and results["b"]["selected_sentence"]
     sessions = _post(url, "/api/session", {})  # the server still answers
     assert sessions["status"] == 200
+
+
+def test_an_upload_is_written_nowhere_but_its_session_folder(app_server):
+    """The server writes no file the user did not give it: an uploaded document reaches
+    neither the datapath's document index cache nor its graph store or parse cache."""
+    url = app_server.url
+    datapath = app_server.doc.parent / "data"
+    marker = "Quillwort"
+    sid = _session(url)
+    added = _post(url, "/api/documents", {"session": sid, "name": "ferns.md", "text": (
+        f"# Ferns\n\n{marker} grows under water in cold lakes. Its spores ripen in "
+        "autumn.\n")})
+    assert added["status"] == 200 and "ferns.md" in added["documents"]
+    turn = _chat(url, sid, f"where does {marker.lower()} grow?")
+    assert turn["event"] == "done" and turn["selected_sentence"]
+    written = [f for f in datapath.rglob("*") if f.is_file()
+               and marker.encode() in f.read_bytes()]
+    assert written == [], written
 
 
 def test_request_body_read_is_bounded(app_server):

@@ -174,27 +174,6 @@ def document_paths(specs: Sequence[str]) -> Tuple[List[str], List[str]]:
     return files, problems
 
 
-def load_documents(paths: Sequence[str]) -> Tuple[Pool, List[str]]:
-    """
-    The passages of every readable document that ``paths`` name (:func:`document_paths`)
-    and one message per document that could not be used (missing, unreadable, empty) or is
-    not English (:func:`language_note`); never raises for a bad file.
-    """
-    passages: Pool = []
-    files, problems = document_paths(paths)
-    for path in files:
-        try:
-            pool, lang = parse_document(Path(path).read_text(encoding="utf-8"), path)
-        except (OSError, UnicodeDecodeError, ValueError) as err:
-            problems.append(f"document not used: {err}")
-            continue
-        passages.extend(pool)
-        note = language_note(path, lang)
-        if note:
-            problems.append(note)
-    return passages, problems
-
-
 def read_corpus(path: Union[str, Path]) -> Iterator[Tuple[str, Optional[Pool], Optional[str]]]:
     """``(where, pool, None)`` per document, or ``(where, None, reason)`` for bad input;
     ``ValueError`` when ``path`` is neither a folder nor a ``.jsonl`` file."""

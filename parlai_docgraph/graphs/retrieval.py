@@ -14,15 +14,16 @@ dialogue*, not over a corpus; a graph over every sentence of a book does not fit
 * keeps each document's passages on disk (``<datapath>/docgraph_cache/documents-v1``, beside
   the graph store and the parse cache), keyed by the SHA-256 of the file's bytes and the
   reader's settings, written atomically: a document is split once, whatever its name;
-* indexes every passage (title and sentences) with Okapi BM25 (:mod:`bm25s`, k1 = 1.5,
-  b = 0.75, English stop words, Snowball stems from NLTK).
+* indexes every passage (title and sentences) with Okapi BM25 (:mod:`bm25s`, Lucene's
+  variant, k1 = 1.5, b = 0.75, all given explicitly; tokens are bm25s's lower-cased
+  ``\w\w+`` words without its English stop words, stemmed by NLTK's Snowball stemmer).
 
 :meth:`DocumentIndex.retrieve` returns a turn's pool: every passage while the documents
 have at most ``budget`` sentences (small documents keep the whole-document pool, their
-paragraphs uncut, exactly as before); otherwise the passages with the best BM25 score for the dialogue (the user's
-last turn, plus ``history_weight`` times the score of the dialogue's earlier turns), taken
-best first while their sentences fit ``budget`` (passages with a score above zero only),
-returned in document order so the graph's
+paragraphs uncut, exactly as before); otherwise the passages with the best BM25 score for
+the dialogue (the user's last turn, plus ``history_weight`` times the score of the
+``history_turns`` turns before it), taken best first while their sentences fit ``budget``
+(passages with a score above zero only), returned in document order so the graph's
 narrative-order edges and the coreference rules read them as written. A turn that shares
 no word with any passage ("and then?") keeps the previous turn's pool.
 
@@ -47,7 +48,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from parlai_docgraph.atomic import read_verified, write_text_atomic
-from parlai_docgraph.graphs.corpus import Pool, language_note, parse_document
+from parlai_docgraph.graphs.corpus import Pool, document_paths, language_note, parse_document
 
 #: bump when the cached layout or the reader's output changes
 INDEX_FORMAT_VERSION = 1
@@ -55,6 +56,8 @@ INDEX_FORMAT_VERSION = 1
 #: docgraph:docqa valid questions asked against all 13 valid documents at once (zoo model
 #: accuracy 0.839 / 0.847 / 0.839 at 24 / 32 / 40 sentences; retrieval recall 0.960 / 0.976 / 0.976)
 DEFAULT_BUDGET = 32
+#: BM25 parameters (bm25s's defaults, named so that no default is inherited unstated)
+BM25_METHOD, BM25_K1, BM25_B = "lucene", 1.5, 0.75
 
 
 def window_passages(passages: Pool, size: int) -> Pool:
@@ -115,6 +118,7 @@ class DocumentIndex:
     cache_root: Optional[Union[str, Path]] = None
     max_passage_sentences: int = 8
     history_weight: float = 0.5
+    history_turns: int = 2  # the turns before the last that count (Li Eq. 1 reads two)
     progress: bool = True
     documents: List[IndexedDocument] = field(default_factory=list)
     #: every passage as the reader gives it (the pool of small documents)
@@ -133,8 +137,8 @@ class DocumentIndex:
         """A copy that shares this index's passages and BM25 index until documents are
         added to it (one server's ``--documents`` indexed once for every chat session)."""
         twin = DocumentIndex(self.cache_root, self.max_passage_sentences, self.history_weight,
-                             self.progress, list(self.documents), list(self.whole),
-                             list(self.passages), None, dict(self.stats))
+                             self.history_turns, self.progress, list(self.documents),
+                             list(self.whole), list(self.passages), None, dict(self.stats))
         twin._bm25, twin._stem = self._bm25, self._stem
         return twin
 
@@ -169,6 +173,16 @@ class DocumentIndex:
             write_text_atomic(cache, json.dumps({"lang": lang, "passages": passages},
                                                 ensure_ascii=False))
         return IndexedDocument(path, lang, passages)
+
+    def load(self, specs: Sequence[str]) -> List[str]:
+        """
+        Index the documents that ``specs`` name (files, folders, globs:
+        :func:`~parlai_docgraph.graphs.corpus.document_paths`); one note per spec that names
+        nothing and per document that could not be used or is not English (never raises for
+        bad input).
+        """
+        files, notes = document_paths(specs)
+        return notes + (self.add(files) if files else [])
 
     def add(self, paths: Sequence[str]) -> List[str]:
         """
@@ -210,7 +224,7 @@ class DocumentIndex:
         texts = [f"{title} {' '.join(sents)}" for title, sents in self.passages]
         tokens = bm25s.tokenize(texts, stopwords="en", stemmer=self._stem, return_ids=False,
                                 show_progress=False)
-        bm25 = bm25s.BM25()
+        bm25 = bm25s.BM25(method=BM25_METHOD, k1=BM25_K1, b=BM25_B)
         bm25.index(tokens, show_progress=False)
         self._bm25 = bm25
 
@@ -233,8 +247,9 @@ class DocumentIndex:
         if budget <= 0 or self.num_sentences <= budget:
             return [(t, list(s)) for t, s in self.whole]
         score = self.scores(turns[-1]) if turns else np.zeros(len(self.passages))
-        if len(turns) > 1 and self.history_weight > 0:
-            score = score + self.history_weight * self.scores(" ".join(turns[:-1]))
+        earlier = list(turns[-1 - self.history_turns:-1]) if self.history_turns > 0 else []
+        if earlier and self.history_weight > 0:
+            score = score + self.history_weight * self.scores(" ".join(earlier))
         if float(score.max(initial=0.0)) <= 0.0 and self.last_pool is not None:
             chosen = self.last_pool
         else:

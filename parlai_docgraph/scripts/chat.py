@@ -45,6 +45,9 @@ def load_store(opt: Dict[str, Any]) -> SessionStore:
     overrides: Dict[str, Any] = {k: v for k, v in given.items()
                                  if k not in SCRIPT_OPTIONS and k != "model_file"}
     overrides.update(interactive_mode=True, datapath=opt["datapath"], documents=None)
+    # graphs (and the sentence parses of uploads) in memory: an upload is not written to the
+    # datapath's graph store, and is gone with its session; --graph-cache store keeps them
+    overrides.setdefault("graph_cache", "memory")
     agent = create_agent_from_model_file(model_file, overrides)
     if agent is None or not hasattr(agent, "load_documents"):
         raise ValueError(f"chat: {opt['model_file']} is not a -m docgraph model file")

@@ -41,13 +41,12 @@ from parlai.utils import logging
 from parlai_docgraph.atomic import write_text_atomic
 from parlai_docgraph.agents.base import qualified_name
 from parlai_docgraph.agents.pipeline.interactive import (
-    Passages, build_graph, check_user_text, write_turn_graph,
+    LOAD_REFUSED, Passages, build_graph, check_user_text, write_turn_graph,
 )
 from parlai_docgraph.graphs.cache import default_store_root
-from parlai_docgraph.graphs.corpus import document_paths
-from parlai_docgraph.graphs.retrieval import DEFAULT_BUDGET, DocumentIndex, retrieval_summary
+from parlai_docgraph.graphs.retrieval import DocumentIndex, retrieval_summary
 from parlai_docgraph.agents.graph_selector.messages import NO_PASSAGE
-from parlai_docgraph.agents.pipeline.args import add_pipeline_args
+from parlai_docgraph.agents.pipeline.args import add_pipeline_args, pipeline_defaults
 from parlai_docgraph.agents.pipeline.messages import (
     merge_metrics, part_opt, part_overrides, read_selection, selector_message,
 )
@@ -83,6 +82,14 @@ class DocgraphAgent(Agent):
         )
         return parser
 
+    @classmethod
+    def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
+        """A model file saved before a pipeline option existed gets its default."""
+        opt = super().upgrade_opt(opt_from_disk)
+        for key, value in pipeline_defaults().items():
+            opt.setdefault(key, value)
+        return opt
+
     def __init__(self, opt: Opt, shared=None) -> None:
         opt = Opt(opt)
         opt["model"] = qualified_name(type(self))
@@ -100,7 +107,7 @@ class DocgraphAgent(Agent):
         self.index = shared["index"].fork() if shared and "index" in shared else DocumentIndex(
             cache_root=str(default_store_root(opt["datapath"]).parent)
             if opt.get("datapath") else None,
-            max_passage_sentences=opt.get("max_passage_sentences", 8))
+            max_passage_sentences=opt["max_passage_sentences"])
         self.turn_pool: Passages = []  # the knowledge pool of the last turn
         self._dialogue: List[str] = []  # this episode's turns, for retrieval
         self._notes: List[str] = []
@@ -117,10 +124,8 @@ class DocgraphAgent(Agent):
     def load_documents(self, paths: List[str]) -> None:
         """Index the documents that ``paths`` name (files, folders, globs: the user's own
         command line or an upload); problems become notes shown to the user."""
-        files, problems = document_paths(paths)
         before = len(self.documents)
-        if files:
-            problems += self.index.add(files)
+        problems = self.index.load(paths)
         for problem in problems:
             logging.warning(problem)
         self._notes.extend(problems)
@@ -150,9 +155,7 @@ class DocgraphAgent(Agent):
         """
         raw = msg.get("text") or ""
         if raw.strip().startswith("/load"):
-            self._notes.append("documents are given with --documents when the chat starts "
-                               "(the web chat: upload them in the page); no chat message "
-                               "opens a file")
+            self._notes.append(LOAD_REFUSED)
             return Message({"episode_done": msg.get("episode_done", False)})
         text, note = check_user_text(raw, self.opt["interactive_max_chars"])
         if note:
@@ -165,7 +168,7 @@ class DocgraphAgent(Agent):
         if self.documents:
             self._dialogue.append(text)
             self.turn_pool = self.index.retrieve(
-                self._dialogue, self.opt.get("retrieval_sentences", DEFAULT_BUDGET))
+                self._dialogue, self.opt["retrieval_sentences"])
             msg.force_set("knowledge_passages", [[t, list(ss)] for t, ss in self.turn_pool])
         elif not self._told_no_knowledge:
             self._told_no_knowledge = True

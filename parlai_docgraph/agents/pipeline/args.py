@@ -4,6 +4,9 @@ The options of ``-m docgraph`` (the pipeline's own; the parts' options are their
 
 from __future__ import annotations
 
+import argparse
+from typing import Any, Dict, Union
+
 from parlai.core.params import ParlaiParser
 
 from parlai_docgraph.graphs.retrieval import DEFAULT_BUDGET
@@ -11,7 +14,14 @@ from parlai_docgraph.graphs.retrieval import DEFAULT_BUDGET
 REPLY_MODES = ("generate", "extract")
 
 
-def add_pipeline_args(parser: ParlaiParser) -> None:
+def pipeline_defaults() -> Dict[str, Any]:
+    """Each pipeline option's default (``upgrade_opt`` fills them into older model files)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_pipeline_args(parser)
+    return vars(parser.parse_args([]))
+
+
+def add_pipeline_args(parser: Union[ParlaiParser, argparse.ArgumentParser]) -> None:
     """Register the ``docgraph pipeline`` option group on ``parser``."""
     group = parser.add_argument_group("docgraph pipeline")
     group.add_argument(

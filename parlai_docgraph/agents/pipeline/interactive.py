@@ -1,10 +1,12 @@
 """
 Interactive use of the ``-m docgraph`` pipeline over the user's own documents.
 
-The user's documents are read by :func:`~parlai_docgraph.graphs.corpus.load_documents`
-(the reader of ``build_graphs --corpus`` and ``docgraph:docqa`` too).
+The user's documents are read and indexed by
+:class:`~parlai_docgraph.graphs.retrieval.DocumentIndex` (whose reader is that of
+``build_graphs --corpus`` and ``docgraph:docqa`` too).
 
-* :func:`check_user_text`: empty and over-long user turns.
+* :func:`check_user_text`: empty and over-long user turns; :data:`LOAD_REFUSED`, the answer
+  to a ``/load`` message (no chat message opens a file, in a terminal or in the web chat).
 * :func:`write_turn_graph`: the document graph (:mod:`parlai_docgraph.graphs.semantic`) of the
   last turn as HTML (:mod:`parlai_docgraph.graphs.render`), the selected sentence and the
   top concepts highlighted, written atomically.
@@ -17,6 +19,10 @@ from typing import Any, Dict, Optional, Tuple
 
 from parlai_docgraph.atomic import write_text_atomic
 from parlai_docgraph.graphs.corpus import Pool as Passages
+
+#: the note that answers a chat message asking to load a file
+LOAD_REFUSED = ("no chat message opens a file: documents come from --documents when the chat "
+                "starts (the web chat: its Upload button or a pasted document)")
 
 
 def check_user_text(text: Optional[str], max_chars: int) -> Tuple[Optional[str], Optional[str]]:

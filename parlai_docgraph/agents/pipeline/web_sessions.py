@@ -9,9 +9,11 @@ mixing their histories or racing on the shared graph memo; a turn that cannot ge
 models before its deadline fails with :class:`TurnTimeout` instead of waiting forever.
 
 Safety: documents come only from the server's ``--documents`` and from uploads (written
-into the session's folder under a sanitised name). A chat message starting with ``/load``
-never reaches the agent: it is answered with a note (:data:`LOAD_REFUSED`), so no message
-can name a file on the server. Notes never show the server's temporary paths.
+into the session's folder under a sanitised name). No chat message opens a file: the agent
+answers ``/load ...`` with :data:`LOAD_REFUSED`, as in ``parlai interactive``. Uploads are
+not cached outside the session's folder (the session's index has no disk cache, and the
+chat's model keeps its graphs in memory unless ``--graph-cache`` says otherwise). Notes
+never show the server's temporary paths.
 
 A turn is reported as events (``emit``): ``selection`` (after the selector, before the
 responder writes), ``token`` (reply text as the responder generates it, through
@@ -47,8 +49,6 @@ from parlai_docgraph.models.responder.streaming import ReplyStreamer
 MAX_DOCUMENT_CHARS = 200_000
 MAX_SESSIONS = 64
 SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
-LOAD_REFUSED = ("the web chat takes documents by upload only (the Upload button or a pasted "
-                "document); a message cannot load a file")
 
 Emit = Callable[[Dict[str, Any]], None]
 
@@ -119,6 +119,7 @@ class SessionStore:
         try:
             with self._models(deadline):
                 session.agent = create_agent_from_shared(self.shared)  # forks the index
+                session.agent.index.cache_root = None  # uploads stay in the session folder
                 session.documents = _names(session.agent)
                 notes = list(self.start_notes)
         except BaseException:
@@ -236,9 +237,6 @@ class SessionStore:
         """
         check_message(text)
         with self._use(sid) as session:
-            if text.lstrip().startswith("/load"):
-                emit(_done(text="", note=LOAD_REFUSED))
-                return
             with self._models(deadline):
                 if should_stop():
                     return
