@@ -67,9 +67,12 @@ def _documents(args: List[str]) -> List[str]:
 
 
 def _prepare(args: List[str], folder: Path) -> None:
-    """Write each document the command names: a heading and a few sentences."""
+    """Write each document the command names: a heading and a few sentences (for a folder,
+    ``name/``, a document inside it; for a glob pattern, a document it matches)."""
     for i, name in enumerate(_documents(args)):
-        path = folder / name
+        if name.endswith("/"):
+            name += "notes.md"
+        path = folder / name.replace("**", "sub").replace("*", "notes")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"# Keepers {i}\n\nStations built on rocks at sea had no room for "
                         f"families. Keepers served there for several weeks.\n\n## Supplies\n\n"
@@ -107,6 +110,9 @@ def test_interactive_command_as_written(args, zoo_datapath, tmp_path):
     assert re.search(r"\[selected_sentence\]: \S", out), out[-3000:]
     assert re.search(r"\[Docgraph\]: \S", out), out[-3000:]
     assert "Traceback" not in out
+    # every file, folder and glob the command names was found and read
+    for note in ("document not found", "no file matches", "document not used", "files in the"):
+        assert note not in out, out[-3000:]
     if "--show-graph" in args:
         assert (tmp_path / args[args.index("--show-graph") + 1]).is_file()
     if not (zoo_datapath / "models" / "docgraph" / "sample" / "model").is_file():

@@ -3,13 +3,21 @@ The figures the README quotes for long documents come from committed result file
 (``docs/results/``), written by the commands the README names: each file has the schema its
 table is made from and records the run (command, commit, time, machine), and the README
 contains exactly the table made from it. A figure typed by hand, or a file measured again
-without the README following, fails here.
+without the README following, fails here. The commands the README gives for them run through
+the CLI as written, over the zoo stand-in (``tests/zoo_standin.py``) at ParlAI's datapath;
+the benchmark with ``--quick`` added (its two smallest documents: the full run takes minutes
+and is not a test).
 """
 
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
+from typing import List
+
+from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
@@ -41,3 +49,39 @@ def test_heldout_all_documents_is_quoted_from_its_result_file():
         assert len(system["chosen"]) == len(system["chosen_all_documents"]) == 56
     assert data["meta"]["commit"] and "heldout_eval" in data["meta"]["command"]
     assert result_table(data) in README
+
+
+def readme_command(program: str) -> List[str]:
+    """The README's inline command (in backticks, maybe over two lines) that starts with
+    ``program`` and writes a result file (``--out``), as an argument list."""
+    found = [c for c in re.findall(r"`(" + re.escape(program) + r"[^`]*)`", README)
+             if "--out" in c]
+    assert len(found) == 1, found
+    return shlex.split(" ".join(found[0].split()))
+
+
+def test_the_heldout_command_writes_its_result_file(zoo_datapath, tmp_path):
+    from parlai_docgraph.scripts.heldout import result_table
+
+    args = readme_command("parlai-docgraph heldout_eval")
+    done = run_cli(args, tmp_path, env={"PARLAI_DATAPATH": str(zoo_datapath)}, timeout=900)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    out = tmp_path / args[args.index("--out") + 1]
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["settings"] == ["document", "all_documents"] and data["documents"] == 10
+    assert "heldout_eval" in data["meta"]["command"]
+    assert result_table(data) in done.stdout
+
+
+def test_the_benchmark_command_writes_its_result_file(zoo_datapath, tmp_path):
+    from parlai_docgraph.bench.long_documents import STAGES, markdown_table
+
+    args = readme_command("parlai-docgraph bench --only long_documents") + ["--quick"]
+    done = run_cli(args, tmp_path, env={"PARLAI_DATAPATH": str(zoo_datapath)}, timeout=900)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    data = json.loads((tmp_path / args[args.index("--out") + 1]).read_text(encoding="utf-8"))
+    result = data["long_documents"]
+    assert sorted(result["sizes"]) == ["100KB", "10KB"] and data["meta"]["quick"] is True
+    for figures in result["sizes"].values():
+        assert set(STAGES) <= set(figures["turn_ms"]) and figures["pool_sentences"] > 0
+    assert markdown_table(result).splitlines()[2].startswith("| 10KB |")
