@@ -136,9 +136,26 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
             "when the tokenizer has one (instruction-tuned models), false: the plain "
             "'knowledge <eos> context <eos>' layout",
         )
+        group.add_argument(
+            "--chat-prompt",
+            type=str,
+            default="system",
+            choices=chat.LAYOUTS,
+            help="with a chat template, where the knowledge goes: 'system' (a system message "
+            "'Knowledge: ...') or 'fact' (the newest user turn reads 'Fact: <knowledge>', the "
+            "turn, then 'Reply in one sentence, using the fact.'; what small instruct models "
+            "follow)",
+        )
         add_adapter_args(parser)
         parser.set_defaults(topk=20, topp=0.95)
         return parser
+
+    @classmethod
+    def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
+        """Model files saved before ``--chat-prompt`` existed used the system layout."""
+        opt = super().upgrade_opt(opt_from_disk)
+        opt.setdefault("chat_prompt", "system")
+        return opt
 
     # ------------------------------------------------------------------ model
     def build_model(self):
@@ -182,7 +199,8 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
         responder = self._responder()
         if self.uses_chat_template():
             return chat.chat_prompt(self.dict.hf_tokenizer, knowledge, turns,
-                                    responder.context_truncate, responder.knowledge_truncate)
+                                    responder.context_truncate, responder.knowledge_truncate,
+                                    self.opt["chat_prompt"])
         return responder.build_prompt(self.dict.txt2vec(knowledge), self.dict.txt2vec(history_string))
 
     def save(self, path: Optional[str] = None) -> None:
