@@ -2,7 +2,7 @@
 ``parlai-docgraph reply_eval``: how grounded, supported and varied the replies are, per
 reply mode, on document questions (:mod:`parlai_docgraph.reply_quality` defines the figures).
 
-Every system shares one selector (that of ``--model-file``, a ``-m docgraph`` pipeline,
+Every system shares one selector (that of ``--pipeline``, a ``-m docgraph`` model file,
 default the zoo model), so each reply answers the same selected sentence:
 
 * ``extract``: the selected sentence itself (``--reply-mode extract``);
@@ -13,9 +13,10 @@ default the zoo model), so each reply answers the same selected sentence:
 
 Questions: ``--fold test`` the bundled held-out questions (documents no model saw),
 ``valid`` those of ``docgraph:docqa`` valid (where recipes are chosen). Each question is a
-one-turn episode over its own document. Replies are greedy, capped at ``--label-truncate``
-tokens. ``--out`` writes the figures, the worst replies and the run record as JSON; the
-README's table is :func:`result_table` of that file.
+one-turn episode over its own document. Replies are greedy, with the pipeline's saved
+decoding options (reply cap ``--label-truncate``, ``--beam-block-ngram``; a ``model:NAME``
+row takes ``--responder-options`` after them). ``--out`` writes the figures, the worst
+replies and the run record as JSON; the README's table is :func:`result_table` of that file.
 
 Example::
 
@@ -63,15 +64,29 @@ def parse_responders(text: str) -> List[Tuple[str, str]]:
     return out
 
 
+def decoding_args(model_file: str) -> List[str]:
+    """The saved decoding options of pipeline ``model_file`` (its reply cap, n-gram
+    blocking, ...) as arguments, greedy search."""
+    from parlai.core.opt import Opt
+
+    from parlai_docgraph.agents.pipeline.messages import DECODING
+
+    saved = Opt.load(f"{model_file}.opt")
+    args = []
+    for key in DECODING:
+        if saved.get(key) is not None and key not in ("inference", "skip_generation"):
+            args += [f"--{key.replace('_', '-')}", str(saved[key])]
+    return args + ["--inference", "greedy"]
+
+
 def build_pipeline(model_file: str, datapath: str, responder: str = "",
-                   extra: Sequence[str] = (), label_truncate: int = 48) -> Any:
+                   extra: Sequence[str] = ()) -> Any:
     """The ``-m docgraph`` agent of ``model_file``'s selector with ``responder`` (empty: its
-    own), greedy, in evaluation mode."""
+    own) and its decoding options (:func:`decoding_args`), in evaluation mode."""
     from parlai.core.agents import create_agent
 
-    args = ["-m", "docgraph", "--datapath", datapath, "-dt", "valid", "--inference", "greedy",
-            "--label-truncate", str(label_truncate), "--reply-mode", "extract",
-            "--selector-model-file", f"{model_file}.selector"]
+    args = ["-m", "docgraph", "--datapath", datapath, "-dt", "valid", "--reply-mode", "extract",
+            *decoding_args(model_file), "--selector-model-file", f"{model_file}.selector"]
     if not responder:
         args += ["--responder-model-file", f"{model_file}.responder"]
     elif responder.startswith(ZERO_SHOT):
@@ -83,7 +98,8 @@ def build_pipeline(model_file: str, datapath: str, responder: str = "",
 
 
 def replies(agent: Any, questions: Sequence[Question], cap: int) -> List[Dict[str, Any]]:
-    """Per question: the selected sentence, the extract reply and the generated one."""
+    """Per question: the selected sentence, the extract reply and the generated one
+    (truncated: it has ``cap`` tokens; 0: no cap known)."""
     tokenizer = agent.responder.dict.hf_tokenizer
     out = []
     for q in questions:
@@ -95,7 +111,7 @@ def replies(agent: Any, questions: Sequence[Question], cap: int) -> List[Dict[st
         length = len(tokenizer(generated, add_special_tokens=False)["input_ids"])
         out.append({"selected": reply.get("selected_sentence") or "",
                     "extract": reply.get("text") or "", "generate": generated,
-                    "truncated": length >= cap})
+                    "truncated": bool(cap) and length >= cap})
     return out
 
 
@@ -130,9 +146,9 @@ class ReplyEval(ParlaiScript):
     def setup_args(cls) -> ParlaiParser:
         parser = ParlaiParser(True, False, description=cls.__doc__.strip())
         g = parser.add_argument_group("reply_eval")
-        g.add_argument("--model-file", type=str, default="zoo:docgraph/sample/model",
-                       help="a -m docgraph pipeline: its selector serves every system, its "
-                       "responder is the 'generate' row")
+        g.add_argument("--pipeline", type=str, default="zoo:docgraph/sample/model",
+                       help="a -m docgraph pipeline model file: its selector and decoding "
+                       "options serve every row, its responder is the 'generate' row")
         g.add_argument("--responders", type=str, default="",
                        help="more rows, comma-separated label=SPEC: SPEC a "
                        "docgraph/gpt2_responder model file or model:NAME (untrained, "
@@ -143,8 +159,6 @@ class ReplyEval(ParlaiScript):
                        help="test: the held-out questions; valid: docgraph:docqa valid")
         g.add_argument("--num-questions", type=int, default=0,
                        help="only the first N questions (0: all)")
-        g.add_argument("--label-truncate", type=int, default=48,
-                       help="the most reply tokens (a reply that reaches it is truncated)")
         g.add_argument("--out", type=str, default=None, help="write the figures as JSON")
         return parser
 
@@ -155,14 +169,14 @@ class ReplyEval(ParlaiScript):
         questions = fold_questions(opt["fold"])
         if opt["num_questions"] > 0:
             questions = questions[: opt["num_questions"]]
-        model_file = modelzoo_path(opt["datapath"], opt["model_file"])
-        cap = opt["label_truncate"]
+        model_file = modelzoo_path(opt["datapath"], opt["pipeline"])
         extra = shlex.split(opt["responder_options"] or "")
-        runs = {"": build_pipeline(model_file, opt["datapath"], label_truncate=cap)}
+        runs = {"": build_pipeline(model_file, opt["datapath"])}
         for label, spec in parse_responders(opt["responders"]):
-            runs[label] = build_pipeline(model_file, opt["datapath"], spec, extra, cap)
+            runs[label] = build_pipeline(model_file, opt["datapath"], spec, extra)
         systems: Dict[str, Dict[str, Any]] = {}
         for label, agent in runs.items():
+            cap = int(agent.responder.opt.get("label_truncate") or 0)
             got = replies(agent, questions, cap)
             modes = ("extract", "generate") if not label else ("generate",)
             for mode in modes:
@@ -174,7 +188,7 @@ class ReplyEval(ParlaiScript):
                 systems[name]["replies_text"] = [r[mode] for r in got]
             agent.shutdown()
         data = {"meta": run_record(), "fold": opt["fold"], "questions": len(questions),
-                "label_truncate": cap, "systems": systems}
+                "systems": systems}
         print(result_table(data))
         if opt.get("out"):
             write_text_atomic(opt["out"], json.dumps(data, indent=1))
