@@ -89,3 +89,15 @@ def chat_benchmark(quick: bool = False) -> Dict[str, Any]:
     """Issue 27: one chat turn's latency by stage and the generator's tokens/s."""
     datapath = os.environ.get("PARLAI_DATAPATH") or _default_datapath()
     return chat_turns("zoo:docgraph/sample/model", datapath, 3 if quick else 8)
+
+
+def markdown_table(result: Dict[str, Any]) -> str:
+    """The README's table of one ``chat`` result (median milliseconds per stage)."""
+    ms = result["turn_ms"]
+    return "\n".join([
+        "| responder | graph ms | selection ms | generation ms | turn ms | reply tokens | "
+        "tokens/s | torch threads |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| {result['responder']} ({result['reply_mode']}) | {ms['graph']} | {ms['selection']} | "
+        f"{ms['generation']} | {ms['total']} | {result['reply_tokens']} | "
+        f"{result['tokens_per_s']} | {result['torch_threads']} |"])
