@@ -7,8 +7,9 @@ Per reply (:func:`score_reply`):
   articles removed) of the reply against a knowledge sentence (the gold one, and the one
   the selector chose), the knowledge F1 of Dinan et al. / Shuster et al.;
 * **unsupported words**: the reply's content words (ParlAI's normalised tokens that are
-  not spaCy English stop words) whose Snowball stem is in none of the knowledge, the
-  question and the dialogue history; a reply *carries* unsupported words when it has one;
+  not spaCy English stop words, nor the pieces a contraction leaves once its apostrophe is
+  gone: "i'm" -> "i m", "don't" -> "don t") whose Snowball stem is in none of the knowledge,
+  the question and the dialogue history; a reply *carries* unsupported words when it has one;
 * **repeated phrase**: a word trigram that occurs twice in the reply;
 * **empty** (no word) and **truncated** (stopped by the length cap, not by its end token).
 
@@ -24,6 +25,10 @@ from functools import lru_cache
 from typing import Any, Dict, List, Sequence
 
 PHRASE = 3  # a repeated word trigram is a repeated phrase
+#: what normalisation leaves of contractions (the apostrophe becomes a space): not content
+CONTRACTION_PIECES = frozenset(
+    "m s t d ll re ve don didn doesn isn wasn aren weren won can couldn wouldn shouldn "
+    "hasn haven hadn".split())
 
 
 @lru_cache(maxsize=1)
@@ -60,7 +65,7 @@ def unsupported_words(reply: str, sources: Sequence[str]) -> List[str]:
     """The reply's content words whose stem none of ``sources`` contains (in reply order)."""
     stem = _stemmer().stem
     known = {stem(w) for s in sources for w in words(s)}
-    stops = _stop_words()
+    stops = _stop_words() | CONTRACTION_PIECES
     out: List[str] = []
     for w in words(reply):
         if w not in stops and stem(w) not in known and w not in out:

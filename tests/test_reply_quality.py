@@ -29,6 +29,7 @@ def test_unsupported_words_compare_stems_and_skip_stop_words():
     assert unsupported_words("Returning the boat late costs an extra hour.", [KNOWLEDGE, QUESTION]) \
         == ["costs"]
     assert unsupported_words("You would pay for a full extra hour.", [KNOWLEDGE]) == []
+    assert unsupported_words("I'm sure you don't pay an extra hour.", [KNOWLEDGE]) == ["sure"]
     assert unsupported_words("The fee is 20 euros, paid in 2014.", [KNOWLEDGE]) == \
         ["fee", "20", "euros", "paid", "2014"]
 

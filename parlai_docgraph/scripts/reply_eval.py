@@ -188,6 +188,7 @@ class ReplyEval(ParlaiScript):
                 systems[name]["replies_text"] = [r[mode] for r in got]
             agent.shutdown()
         data = {"meta": run_record(), "fold": opt["fold"], "questions": len(questions),
+                "asked": [q.question for q in questions], "gold": [q.answer for q in questions],
                 "systems": systems}
         print(result_table(data))
         if opt.get("out"):
