@@ -135,3 +135,14 @@ def test_the_reply_commands_write_their_result_file(zoo_datapath, tmp_path):
     assert list(data["systems"]) == ["extract (zoo model)", "generate (zoo model)",
                                       "tiny GPT-2", "zero-shot SmolLM2"]
     assert data["questions"] == 2 and result_table(data) in done.stdout
+
+
+def test_the_chat_benchmark_command_writes_its_result_file(zoo_datapath, tmp_path):
+    from parlai_docgraph.bench.chat import markdown_table
+
+    args = readme_command("parlai-docgraph bench --only chat") + ["--quick"]
+    done = run_cli(args, tmp_path, env={"PARLAI_DATAPATH": str(zoo_datapath)}, timeout=900)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    data = json.loads((tmp_path / args[args.index("--out") + 1]).read_text(encoding="utf-8"))
+    assert data["chat"]["turns"] == 3 and data["meta"]["quick"] is True
+    assert markdown_table(data["chat"]).count("\n") == 2
