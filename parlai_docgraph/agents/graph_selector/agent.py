@@ -111,6 +111,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         opt_from_disk.setdefault("encoder_pooling", "cls")
         opt_from_disk.setdefault("node_relevance", False)  # models saved before it existed
         opt_from_disk.setdefault("own_loss_weight", 0.0)
+        opt_from_disk.setdefault("concept_loss_mean", "batch")  # trained before the option
         return opt_from_disk
 
     @staticmethod
@@ -173,6 +174,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                 variant=(GraphVariant.NONE if variant is GraphVariant.PATHS else variant).value,
                 num_negatives=opt["num_negatives"],
                 concept_loss_weight=opt["concept_loss_weight"],
+                concept_loss_mean=opt["concept_loss_mean"],
                 share_layers=opt["share_layers"], dropout=opt["selector_dropout"],
                 context_encoder=encoder, pooling=pooling,
                 relevance=self._uses_relevance(),
@@ -395,8 +397,11 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
 
     def _loss(self, batch, out):
         selector = self.selector
-        label = batch.get("concept_label") if selector.use_concepts else None
-        return selector.loss(out, label)
+        if not selector.use_concepts:
+            return selector.loss(out, None)
+        if self.opt["graph_variant"] == GraphVariant.MULTILEVEL:
+            return selector.loss(out, batch.get("concept_label"))
+        return selector.loss(out, batch.get("concept_label"), batch.get("concept2example"))
 
     def _record_losses(self, batch, out, parts) -> None:
         from parlai_docgraph.models.selector.common import segment_log_softmax
@@ -405,13 +410,15 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         per_example = (-logp[out.gold]).detach().cpu().tolist()
         self.record_local_metric("know_loss", AverageMetric.many(per_example))
         loss_n = float(parts["loss_n"].detach())
+        aux = parts.get("loss_n_examples")  # Li Eq. 7 per example (the per-graph mean)
+        aux = aux.cpu().tolist() if aux is not None else [loss_n] * batch.batchsize
         combine = self.selector.combine
         self.record_local_metric(
-            "loss", AverageMetric.many([combine(v, loss_n) for v in per_example]))
+            "loss", AverageMetric.many([combine(v, n) for v, n in zip(per_example, aux)]))
         if self.selector.use_concepts:
             multilevel = self.opt["graph_variant"] == GraphVariant.MULTILEVEL
             name = "word_loss" if multilevel else "concept_loss"
-            self.record_local_metric(name, AverageMetric.many([loss_n] * batch.batchsize))
+            self.record_local_metric(name, AverageMetric.many(aux))
 
     def train_step(self, batch):
         if batch.batchsize == 0 or batch.get("cand_input_ids") is None:

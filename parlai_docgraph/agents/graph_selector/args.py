@@ -75,6 +75,13 @@ def add_selector_args(parser: ParlaiParser) -> None:
                        "0 = Li et al. Table 7 'Sent. loss' (sentence loss only: the "
                        "concept head stays untrained but concept_map/mrr are still "
                        "reported); the paper gives no value, 1 here")
+    group.add_argument("--concept-loss-mean", type=str, default="graph",
+                       choices=["graph", "batch"],
+                       help="the mean of the concept-node BCE (Li Eq. 7): graph = over the "
+                       "concept nodes of each example's graph, then over the examples (the "
+                       "paper's N is the graph's concept nodes); batch = the batch's summed "
+                       "BCE over all its concept nodes (weights an example by its graph's "
+                       "size; models trained before this option existed)")
     group.add_argument("--selector-dropout", type=float, default=0.0,
                        help="dropout on EGAT attention coefficients")
     group.add_argument("--context-turns", type=int, default=2,
