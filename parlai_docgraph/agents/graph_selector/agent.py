@@ -63,7 +63,7 @@ from parlai_docgraph.agents.graph_selector.background import EpisodeBackground
 from parlai_docgraph.agents.graph_selector.batch import GraphProvider, collate_examples, shuffled_order
 from parlai_docgraph.agents.graph_selector.evaluation import concept_metrics, ranking_replies, top_concepts
 from parlai_docgraph.agents.graph_selector.encoder import (
-    GraphSelectorDictionaryAgent, load_encoder, resolve_pooling,
+    GraphSelectorDictionaryAgent, load_encoder, own_text_types, resolve_pooling,
 )
 from parlai_docgraph.agents.graph_selector.inputs import add_format_tokens
 from parlai_docgraph.agents.graph_selector.args import add_selector_args
@@ -112,6 +112,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         opt_from_disk.setdefault("node_relevance", False)  # models saved before it existed
         opt_from_disk.setdefault("own_loss_weight", 0.0)
         opt_from_disk.setdefault("concept_loss_mean", "batch")  # trained before the option
+        opt_from_disk.setdefault("node_text_encoding", "in_sentence")  # idem
         return opt_from_disk
 
     @staticmethod
@@ -159,7 +160,8 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             embed_cache = str(default_store_root(opt["datapath"]).parent / "embeddings")
         self.graphs = GraphProvider(config, node_encoder, self.tokenizer, store,
                                     memo_size=opt["graph_memo_size"],
-                                    embed_cache=embed_cache, pooling=pooling)
+                                    embed_cache=embed_cache, pooling=pooling,
+                                    own_text=own_text_types(opt))
         dim = encoder.config.hidden_size
         if variant is GraphVariant.MULTILEVEL:
             model = MultiLevelSelector(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from parlai.core.params import ParlaiParser
 
 from parlai_docgraph.agents.graph_selector.background import BACKGROUNDS
-from parlai_docgraph.agents.graph_selector.encoder import MINILM, add_pooling_arg
+from parlai_docgraph.agents.graph_selector.encoder import MINILM, add_node_text_arg, add_pooling_arg
 from parlai_docgraph.agents.graph_selector.inputs import add_input_format_args
 from parlai_docgraph.agents.graph_selector.optim import add_learning_rate_args
 from parlai_docgraph.agents.graph_selector.prior import add_prior_args
@@ -57,6 +57,7 @@ def add_selector_args(parser: ParlaiParser) -> None:
         "1-layer 32-dim BERT for fast CPU runs), a local Hugging Face model directory, or "
         "a hub name (needs the hub or its cache)")
     add_pooling_arg(group)
+    add_node_text_arg(group)
     group.add_argument("--selector-hidden", type=int, default=200,
                        help="hidden size of the graph layers and heads (paper: 200)")
     group.add_argument("--selector-layers", type=int, default=2,
