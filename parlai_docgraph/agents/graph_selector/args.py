@@ -106,12 +106,14 @@ def add_selector_args(parser: ParlaiParser) -> None:
                        "later runs load instead of encoding)")
     group.add_argument(
         "--node-relevance", type="bool", default=True,
-        help="add each document node's relevance to the last turn (cosine under the frozen "
-        "encoder, mean-pooled, standardised per graph; QA-GNN's node relevance scoring) "
-        "to its initial state through a small MLP trained at --graph-learningrate, so "
-        "the graph carries which concepts and sentences match the turn to the "
-        "candidates (variants full, sentence, coref, homogeneous, multilevel); false = "
-        "Li et al.'s and Zhang & Tan's models exactly (their recipes set it)")
+        help="add each document node's relevance to the last turn to its initial state "
+        "through a small MLP trained at --graph-learningrate: a frozen bi-encoder cosine (the "
+        "turn and the node's text encoded separately by the frozen node encoder, "
+        "mean-pooled), standardised over the example's graph, so the graph carries which "
+        "concepts and sentences match the turn to the candidates (variants full, sentence, "
+        "coref, homogeneous, multilevel). Not QA-GNN's relevance scoring, which runs the LM "
+        "over the concatenated context and node text; neither paper has such a term: false "
+        "= Li et al.'s and Zhang & Tan's models (every paper recipe sets it)")
     add_learning_rate_args(group)
     add_prior_args(group)
     group.add_argument("--shuffle-candidates", type="bool", default=True,

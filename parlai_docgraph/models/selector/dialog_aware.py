@@ -111,7 +111,8 @@ class DialogAwareSelector(nn.Module):
 
     With ``relevance`` (``--node-relevance``, :mod:`.relevance`), every document node's
     :math:`h^0` also gets :math:`\mathrm{MLP}_\rho(\rho_v)`, its cosine relevance to the
-    current turn under the frozen encoder (QA-GNN's node relevance; not in Li et al.).
+    current turn under the frozen encoder, standardised per graph (a bi-encoder cosine,
+    after QA-GNN's node relevance, which scores context and node text jointly; not in Li et al.).
 
     Variants (``--graph-variant``): ``full``, ``sentence`` and ``coref`` differ only in the
     graph the builder makes (``sentence`` has no concept nodes, so no concept head);
