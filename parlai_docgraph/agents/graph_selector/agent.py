@@ -253,7 +253,8 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             # a graph the teacher attached (--attach-graphs) stands for this pool's when its
             # key is the provider's own (same graph options): no store read, no build
             self.graphs.offer(pool, obs.get("knowledge_graph_key"), obs.get("knowledge_graph"))
-            obs["background_passages"] = self.background.observe(pool)
+            obs["background_passages"] = self.background.observe(
+                pool, obs.get("first_turn_passages"))
             grew = before is not None and self.background.previous == before
             obs["background_base"] = before if grew else None
         return obs
