@@ -66,7 +66,7 @@ from parlai_docgraph.agents.graph_selector.encoder import (
     GraphSelectorDictionaryAgent, load_encoder, own_text_types, resolve_pooling,
 )
 from parlai_docgraph.agents.graph_selector.inputs import add_format_tokens
-from parlai_docgraph.agents.graph_selector.args import add_selector_args
+from parlai_docgraph.agents.graph_selector.args import SAVED_BEFORE, add_selector_args
 from parlai_docgraph.agents.graph_selector.messages import (
     check_has_candidates, message_passages, multi_reference_gold, passages_or_empty, recent_turns,
 )
@@ -106,13 +106,10 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
 
     @classmethod
     def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
-        """Models saved before ``--encoder-pooling`` pooled the first token."""
+        """Models saved before an option existed keep what they did (:data:`.args.SAVED_BEFORE`)."""
         opt_from_disk = super().upgrade_opt(opt_from_disk)
-        opt_from_disk.setdefault("encoder_pooling", "cls")
-        opt_from_disk.setdefault("node_relevance", False)  # models saved before it existed
-        opt_from_disk.setdefault("own_loss_weight", 0.0)
-        opt_from_disk.setdefault("concept_loss_mean", "batch")  # trained before the option
-        opt_from_disk.setdefault("node_text_encoding", "in_sentence")  # idem
+        for key, value in SAVED_BEFORE.items():
+            opt_from_disk.setdefault(key, value)
         return opt_from_disk
 
     @staticmethod

@@ -17,6 +17,12 @@ from parlai_docgraph.agents.graph_selector.optim import add_learning_rate_args
 from parlai_docgraph.agents.graph_selector.prior import add_prior_args
 from parlai_docgraph.graphs.config import GraphConfig
 
+#: what models saved before an option existed did (the agent's ``upgrade_opt``): the first
+#: token pooled, no node relevance, no own loss, the pooled concept-loss mean, the concept
+#: vectors read in their sentences
+SAVED_BEFORE = {"encoder_pooling": "cls", "node_relevance": False, "own_loss_weight": 0.0,
+                "concept_loss_mean": "batch", "node_text_encoding": "in_sentence"}
+
 
 def add_selector_args(parser: ParlaiParser) -> None:
     """Register the graph options and the ``docgraph graph selector`` group on ``parser``."""
