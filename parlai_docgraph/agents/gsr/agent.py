@@ -19,7 +19,8 @@ offline, or a local directory) trained in stages (``--gsr-stage``):
 
 Stages chain with ``--init-model``; Park et al.'s multi-stage schedule (3.4) is
 ``pretrain``, then ``retrieve``, then ``respond`` with ``--gsr-retriever-model-file`` naming
-the retrieve-stage model, which then retrieves for the responses, frozen (:mod:`.retriever`). Messages need the per-turn candidates of the
+the retrieve-stage model, which then retrieves for the responses, frozen (:mod:`.retriever`).
+Messages need the per-turn candidates of the
 ``docgraph:opendialkg`` / ``sample_kg`` / ``komodis`` teachers (``kg_candidates``...);
 without them (``interactive``) candidates are computed from the history and
 ``--gsr-kg-file`` (an OpenDialKG-format triples file). Saving writes ``<model_file>.hf/``
@@ -45,7 +46,6 @@ from parlai_docgraph.agents.gsr.args import SAVED_BEFORE, add_gsr_args
 from parlai_docgraph.agents.gsr.evaluation import GSREvalMixin
 from parlai_docgraph.agents.gsr.inputs import GSRInputs, make_linearizer
 from parlai_docgraph.agents.lm_adapters import adapt_lm, lm_dtype
-
 
 
 def structural_tokens(opt: Opt) -> List[str]:
