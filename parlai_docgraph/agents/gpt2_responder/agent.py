@@ -29,7 +29,8 @@ Eq. 9) with any Hugging Face causal LM.
 * ROUGE: every generated reply is scored against its references with
   :func:`parlai_docgraph.text_metrics.rouge` (``rouge-score`` F-measures) and reported as
   ``rouge_1``, ``rouge_2``, ``rouge_L``; with several references (Holl-E's
-  ``multi_eval_labels``, or several ``eval_labels``) each figure is the maximum over them.
+  ``multi_eval_labels``, or several ``eval_labels``) all three are those of the reference
+  with the best ROUGE-1 (torchmetrics' ``accumulate="best"``, as Li et al. report).
 * Selected knowledge: a message may carry ``selected_knowledge`` (``{"title", "sentence"}``,
   set by the ``-m docgraph`` pipeline after its selector ran). Loss and ``ppl`` still use
   the gold knowledge (teacher forcing); generation then reads the *selected* sentence.
