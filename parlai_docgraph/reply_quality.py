@@ -8,8 +8,9 @@ Per reply (:func:`score_reply`):
   the selector chose), the knowledge F1 of Dinan et al. / Shuster et al.;
 * **unsupported words**: the reply's content words (ParlAI's normalised tokens that are
   not spaCy English stop words, nor the pieces a contraction leaves once its apostrophe is
-  gone: "i'm" -> "i m", "don't" -> "don t") whose Snowball stem is in none of the knowledge,
-  the question and the dialogue history; a reply *carries* unsupported words when it has one;
+  gone: "i'm" -> "i m", "don't" -> "don t") whose Snowball stem is in none of the knowledge
+  (the selected sentence and its title: the generator reads "title: sentence"), the
+  question and the dialogue history; a reply *carries* unsupported words when it has one;
 * **repeated phrase**: a word trigram that occurs twice in the reply;
 * **empty** (no word) and **truncated** (stopped by the length cap, not by its end token).
 
@@ -99,7 +100,8 @@ class ReplyScore:
 
 def score_reply(reply: str, question: str, history: Sequence[str], gold: str, selected: str,
                 truncated: bool = False) -> ReplyScore:
-    """The figures of one reply; ``truncated``: the generator hit its length cap."""
+    """The figures of one reply; ``history``: the dialogue before it and any other text the
+    generator read (the knowledge's title); ``truncated``: the generator hit its length cap."""
     return ReplyScore(
         reply=reply, question=question,
         kf1_gold=knowledge_f1(reply, gold), kf1_selected=knowledge_f1(reply, selected),

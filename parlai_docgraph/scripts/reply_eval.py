@@ -110,6 +110,7 @@ def replies(agent: Any, questions: Sequence[Question], cap: int) -> List[Dict[st
         generated = reply.get("generated_text", reply.get("text")) or ""
         length = len(tokenizer(generated, add_special_tokens=False)["input_ids"])
         out.append({"selected": reply.get("selected_sentence") or "",
+                    "title": reply.get("selected_title") or "",
                     "extract": reply.get("text") or "", "generate": generated,
                     "truncated": bool(cap) and length >= cap})
     return out
@@ -182,13 +183,14 @@ class ReplyEval(ParlaiScript):
             for mode in modes:
                 name = label or f"{mode} (zoo model)"
                 systems[name] = summarise([
-                    score_reply(r[mode], q.question, [], q.answer, r["selected"],
+                    score_reply(r[mode], q.question, [r["title"]], q.answer, r["selected"],
                                 r["truncated"] and mode == "generate")
                     for q, r in zip(questions, got)])
                 systems[name]["replies_text"] = [r[mode] for r in got]
             agent.shutdown()
         data = {"meta": run_record(), "fold": opt["fold"], "questions": len(questions),
                 "asked": [q.question for q in questions], "gold": [q.answer for q in questions],
+                "selected_titles": [r["title"] for r in got],
                 "systems": systems}
         print(result_table(data))
         if opt.get("out"):
