@@ -152,3 +152,52 @@ def test_qwen_gsr_trains_and_evaluates_through_parlai(lm_dirs, tmp_path, datapat
     assert report["path_valid"] == 1.0
     for key in ("path@1", "ret_loss", "gen_loss", "resp_f1"):
         assert key in report, key
+
+
+def test_chat_template_frames_the_sources_not_the_targets(lm_dirs, sample_turns):
+    """With ``chat=True`` the retrieval and response sources are one templated user turn
+    ending in the generation prompt; targets and tries are those of the plain layout, and
+    constrained retrieval from the framed prompts stays inside the KG."""
+    model, tok, plain = _build(lm_dirs["qwen"])
+    framed = GSRInputs(tok, plain.lin, chat=True)
+    before, after = framed.frame
+    assert tok.decode(before) == "<|im_start|>user\n"
+    assert tok.decode(after) == "<|im_end|>\n<|im_start|>assistant\n"
+    act = sample_turns[0]
+    context = plain.context(act["text"])
+    body = plain.retrieve_source(context)[:-1]
+    assert plain.retrieve_source(context) == body + [plain.eos]
+    assert framed.retrieve_source(context) == before + body + after
+    paths = [kg_fields.json_to_path(p) for p in act["kg_candidates"]]
+    assert framed.respond_source(context, paths[:1]) == before + plain.respond_source(context, paths[:1])[:-1] + after
+    assert framed.path_target(paths[0]) == plain.path_target(paths[0])
+    out = model.generate_paths([framed.retrieve_source(context)], [framed.trie(paths)], num_beams=5,
+                               num_return=5, max_new_tokens=80)
+    assert len(out[0]) == 5 and all(framed.decode_path(ids) in paths for ids, _ in out[0])
+    with pytest.raises(ValueError, match="chat template"):
+        GSRInputs(load_tokenizer(str(lm_dirs["llama"]), None, plain.lin.special_tokens()), plain.lin, chat=True)
+
+
+def test_gsr_chat_template_option(lm_dirs, tmp_path):
+    """``--gsr-chat-template auto`` frames the prompts of a causal LM whose tokenizer has a
+    template (Qwen) only; ``false`` never; ``true`` refuses a seq2seq LM; model files saved
+    before the option existed keep the plain layout."""
+    from parlai.core.agents import create_agent
+    from parlai.core.params import ParlaiParser
+
+    from parlai_docgraph.agents.gsr.agent import GSRAgent
+
+    def agent(model: str, setting: str):
+        opt = ParlaiParser(True, True).parse_args(
+            ["-m", "docgraph/gsr", "--gsr-model", model, "--datapath", str(tmp_path),
+             "--gsr-chat-template", setting])
+        return create_agent(opt)
+
+    assert agent(str(lm_dirs["qwen"]), "auto").inputs.frame is not None
+    assert agent(str(lm_dirs["qwen"]), "false").inputs.frame is None
+    assert agent(str(lm_dirs["llama"]), "auto").inputs.frame is None  # no template
+    assert agent("tiny", "auto").inputs.frame is None  # T5
+    with pytest.raises(ValueError, match="decoder-only"):
+        agent("tiny", "true")
+    old = {"gsr_model": "x", "inference": "greedy", "beam_size": 1}
+    assert GSRAgent.upgrade_opt(old)["gsr_chat_template"] == "false"

@@ -42,6 +42,7 @@ from parlai_docgraph.agents.gpt2_responder.dictionary import HF_SUFFIX, Responde
 from parlai_docgraph.agents.gsr.evaluation import GSREvalMixin
 from parlai_docgraph.agents.gsr.inputs import GSRInputs, make_linearizer
 from parlai_docgraph.agents.lm_adapters import add_adapter_args, adapt_lm, lm_dtype
+from parlai_docgraph.models.responder import chat
 
 STAGES = ("pretrain", "retrieve", "respond", "all")
 CONSTRAINTS = ("none", "hard", "connection", "katz")
@@ -130,6 +131,12 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
         g.add_argument("--gsr-kg-file", type=str, default=None,
                        help="triples file (OpenDialKG format) for messages without candidates, "
                        "e.g. in interactive mode")
+        g.add_argument("--gsr-chat-template", type=str, default="auto", choices=chat.SETTINGS,
+                       help="decoder-only LM with a chat template (instruction-tuned, e.g. "
+                       "smollm2-135m-instruct): the retrieval and response sources are a user "
+                       "message of the template and the path or reply the assistant's answer; "
+                       "auto: whenever the causal LM's tokenizer has a template, false: the "
+                       "plain 'source </s> target' layout (seq2seq LMs never use one)")
         add_adapter_args(parser)
         # interactive: show the retrieved subgraph next to the reply
         parser.set_defaults(optimizer="adamw", learningrate=1e-3, gradient_clip=1.0,
@@ -146,11 +153,29 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
         self.inputs = GSRInputs(
             self.dict.hf_tokenizer, self.linearizer,
             int(o.get("gsr_history_truncate", 128)), int(o.get("gsr_knowledge_truncate", 128)),
+            chat=self.uses_chat_template(),
         )
         self._frozen = False
         self._saved_wd: Dict[int, float] = {}
         if not bool(o.get("use_special_tokens", True)) and self.stage == "pretrain":
             logging.warning("--gsr-stage pretrain with --use-special-tokens false trains nothing")
+
+    @classmethod
+    def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
+        """Model files saved before ``--gsr-chat-template`` existed used the plain layout."""
+        opt = super().upgrade_opt(opt_from_disk)
+        opt.setdefault("gsr_chat_template", "false")
+        return opt
+
+    def uses_chat_template(self) -> bool:
+        """``--gsr-chat-template`` resolved: a causal LM whose tokenizer has a template."""
+        from parlai_docgraph.models.gsr.model import is_causal
+
+        setting = self.opt.get("gsr_chat_template") or "false"
+        causal = is_causal(self.gsr().lm.config)
+        if setting == "true" and not causal:
+            raise ValueError("--gsr-chat-template true needs a decoder-only --gsr-model")
+        return causal and chat.use_template(setting, self.dict.hf_tokenizer)
 
     # ------------------------------------------------------------------ model
     def build_model(self):
