@@ -201,3 +201,42 @@ def test_gsr_chat_template_option(lm_dirs, tmp_path):
         agent("tiny", "true")
     old = {"gsr_model": "x", "inference": "greedy", "beam_size": 1}
     assert GSRAgent.upgrade_opt(old)["gsr_chat_template"] == "false"
+
+
+def test_lora_token_rows_are_merged_while_generating_and_restored_exactly(lm_dirs, monkeypatch):
+    """peft's token adapter copies the whole embedding per forward call; generation runs
+    with the trained rows written in instead (same logits, no copy) and the table is
+    restored bit for bit afterwards (tied Qwen embedding: one table, two adapters)."""
+    from peft.tuners.trainable_tokens.layer import TrainableTokensLayer
+
+    from parlai_docgraph.models import adapters
+
+    model, tok, inputs = _build(lm_dirs["qwen"], seed=2)
+    model.lm = adapters.apply_lora(model.lm, adapters.LoraSettings(r=4), model.special_ids)
+    model.train()
+    path = (Hop("Amélie", "has_genre", "Comedy"),)
+    src, tgt = inputs.reconstruction_pair(path, random.Random(0))
+    loss, _, mask, _ = model.token_losses([src], [tgt])
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-1)
+    (loss.sum() / mask.sum()).backward()
+    opt.step()
+    model.eval()
+    layers = [m for m in model.lm.modules() if isinstance(m, TrainableTokensLayer)]
+    assert len(layers) == 2  # the input embedding and the tied output embedding
+    table = layers[0].base_layer.weight
+    before = table.detach().clone()
+    ids = torch.tensor([src])
+    with torch.no_grad():
+        expected = model.lm(input_ids=ids).logits
+    copies = []
+    real_merged = TrainableTokensLayer.get_merged_weights
+    monkeypatch.setattr(TrainableTokensLayer, "get_merged_weights",
+                        lambda self, names: copies.append(1) or real_merged(self, names))
+    with adapters.token_rows_merged(model.lm), torch.no_grad():
+        got = model.lm(input_ids=ids).logits
+        assert not torch.equal(table, before)  # the trained rows are in the table
+    assert copies == [] and torch.allclose(got, expected, atol=1e-5)
+    assert torch.equal(table, before) and not any(m.merged for m in layers)
+    with torch.no_grad():
+        model.lm(input_ids=ids)
+    assert len(copies) == 2  # outside: peft's per-call copy, for each of the two layers
