@@ -18,9 +18,12 @@ together; :data:`STEPS` updates of batch :data:`BATCH` from ``docgraph:sample_kg
 train split, drawn by a ParlAI world as ``train_model`` does; seeded), then evaluated as
 ``eval_model`` does on the split (Katz-constrained beam 5, one retrieval step, greedy
 replies): ``path_valid``, ``path@1``, ``path@3`` (on the turns with a gold path),
+``start@1`` (share of those turns whose best path starts at the gold path's start entity:
+where the systems differ when ``path@1`` does not),
 ``resp_bleu-1``/``resp_bleu-4`` (corpus BLEU) and ``resp_f1``, with the seconds each
-took. The whole run fits about 10 minutes on a loaded 2-core machine, hence the few
-steps; ``--quick`` (a smoke run for the tests) trains 1 step and evaluates 4 examples.
+took. The whole run aims at about 10 minutes on a loaded 2-core machine, hence the few
+steps; ``--quick`` (a smoke run for the tests) runs the two random models only, 1 step of
+batch 2, and evaluates 4 examples.
 
 Run: ``parlai-docgraph bench --only gsr_real --out docs/results/gsr_real_weights.json``;
 the README quotes :func:`markdown_table` of that file.
@@ -33,6 +36,8 @@ import random
 import tempfile
 import time
 from typing import Any, Dict, List, Optional
+
+from parlai.utils import logging
 
 from parlai_docgraph.bench.cli import register_benchmark
 
@@ -96,6 +101,14 @@ def gold_path_turns(split: str, datapath: str) -> int:
     return sum(bool(teacher.act().get("kg_gold_paths")) for _ in range(teacher.num_examples()))
 
 
+def same_start(linearizer: Any, retrieved: str, gold: Any) -> bool:
+    """Whether the best retrieved path (linearized) starts at the gold path's start entity."""
+    from parlai_docgraph.kg.fields import json_to_path
+
+    paths = linearizer.parse_paths(retrieved, strict=False)
+    return bool(paths) and paths[0][0].source == json_to_path(gold)[0].source
+
+
 def run_system(args: List[str], datapath: str, steps: int, split: str, batch: int = BATCH,
                max_examples: Optional[int] = None) -> Dict[str, Any]:
     """Train ``steps`` updates of ``batch``, evaluate on ``split``: one system's figures."""
@@ -119,17 +132,23 @@ def run_system(args: List[str], datapath: str, steps: int, split: str, batch: in
         world.parley()
     train, train_s = world.report(), time.perf_counter() - start
     evaluator = create_task(Opt(dict(opt, datatype=split)), create_agent_from_shared(agent.share()))
-    start, samples = time.perf_counter(), []
+    start, samples, starts = time.perf_counter(), [], []
     while not evaluator.epoch_done():
         evaluator.parley()
-        replies = evaluator.get_acts()[1]
-        samples += [{"reply": a["text"], "retrieved": a.get("retrieved")}
-                    for a in (replies if isinstance(replies, list) else [replies]) if "text" in a]
+        turns, replies = (a if isinstance(a, list) else [a] for a in evaluator.get_acts()[:2])
+        for turn, reply in zip(turns, replies):
+            if "text" not in reply:
+                continue
+            samples.append({"reply": reply["text"], "retrieved": reply.get("retrieved")})
+            if turn.get("kg_gold_paths"):
+                starts.append(same_start(agent.linearizer, reply.get("retrieved") or "",
+                                         turn["kg_gold_paths"][0]))
         if max_examples is not None and len(samples) >= max_examples:
             break
     report = evaluator.report()
     figures: Dict[str, Any] = {k: round(_value(report[k]), 4) for k in METRICS if k in report}
     figures.update({
+        "start@1": round(sum(starts) / max(len(starts), 1), 4),
         "examples": int(_value(report["exs"])),
         "train_ret_loss": round(_value(train["ret_loss"]), 3),
         "train_gen_loss": round(_value(train["gen_loss"]), 3),
@@ -153,9 +172,12 @@ def run(quick: bool = False, datapath: Optional[str] = None, split: str = SPLIT)
     }
     with tempfile.TemporaryDirectory() as tmp:
         for name, args in SYSTEMS.items():
+            if quick and REAL_MODEL in args:
+                continue
             if "{tiny_llama}" in args:
                 args = [tiny_llama_dir(os.path.join(tmp, "tiny_llama"), datapath) if a == "{tiny_llama}"
                         else a for a in args]
+            logging.info(f"gsr_real: {name}: {steps} steps of batch {batch}, then {split}")
             result["systems"][name] = run_system(
                 args, datapath, steps, split, batch, QUICK_EXAMPLES if quick else None)
     return result
@@ -163,17 +185,20 @@ def run(quick: bool = False, datapath: Optional[str] = None, split: str = SPLIT)
 
 def markdown_table(result: Dict[str, Any]) -> str:
     """The Markdown table of a :func:`run` result (what the README quotes)."""
-    rows = ["| system | path_valid | path@1 | path@3 | BLEU-1 | BLEU-4 | F1 | train s | eval s |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for name, f in result["systems"].items():
+    rows = ["| system | path_valid | path@1 | path@3 | start@1 | BLEU-1 | BLEU-4 | F1 | train s "
+            "| eval s |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    systems = result["systems"]  # in SYSTEMS' order (the JSON file sorts its keys)
+    for name in sorted(systems, key=lambda n: list(SYSTEMS).index(n) if n in SYSTEMS else len(SYSTEMS)):
+        f = systems[name]
         rows.append(
             f"| {name} | {f['path_valid']:.2f} | {f['path@1']:.3f} | {f['path@3']:.3f} | "
+            f"{f['start@1']:.3f} | "
             f"{100 * f['resp_bleu-1']:.2f} | {100 * f['resp_bleu-4']:.2f} | {f['resp_f1']:.3f} | "
             f"{f['train_s']:.0f} | {f['eval_s']:.0f} |")
-    rows += ["", f"`{result['task']}` {result['split']} split ({result['gold_path_turns']} turns "
-             f"with a gold path for path@k, BLEU over all evaluated replies, x 100); each system "
-             f"trained {result['steps']} updates of batch {result['batch']} with "
-             f"`{result['recipe']}`."]
+    rows += ["", f"`{result['task']}` {result['split']} split: path@k and start@1 over its "
+             f"{result['gold_path_turns']} turns with a gold path, corpus BLEU (x 100) and F1 over "
+             f"every reply; each system trained {result['steps']} updates of batch "
+             f"{result['batch']} with `{result['recipe']}`."]
     return "\n".join(rows)
 
 
