@@ -17,6 +17,10 @@ offline, or a local directory) trained in stages (``--gsr-stage``):
 * ``all`` -- retrieval and response losses together (after ``--gsr-pretrain-steps``
   reconstruction-only updates), evaluation retrieves then responds.
 
+A decoder-only LM works too (``CausalGSRModel``); an instruction-tuned one with a chat
+template (e.g. ``smollm2-135m-instruct``) gets its prompts framed as one user turn
+(``--gsr-chat-template auto``, :func:`~.inputs.chat_frame`).
+
 Stages chain with ``--init-model``. Messages need the per-turn candidates of the
 ``docgraph:opendialkg`` / ``sample_kg`` / ``komodis`` teachers (``kg_candidates``...);
 without them (``interactive``) candidates are computed from the history and
