@@ -1,6 +1,8 @@
 # parlai-docgraph: two commands on a fresh machine.
 #   make demo   bootstraps .venv and runs the main job on the bundled sample, offline
 #   make test   bootstraps .venv and runs the test suite (what .ci/run calls)
+#   make test-fast  the fast loop: every test that does not train, build the zoo model or
+#               start a process (-m "not slow"; tests/suite_selection.py), on every core
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -16,7 +18,15 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PARLAI_DOCGRAPH_OFFLINE := 1
 
-.PHONY: install dev demo test clean
+# The test loops run on every core (pytest-xdist; a test file stays on one worker, so its
+# module fixtures are built once) and against the source tree (editable install): an edit
+# needs no reinstall. Python may cache compiled files (.venv and __pycache__/ are
+# git-ignored): without that every worker re-rewrites pytest's plugins at start-up.
+PYTEST_WORKERS ?= auto
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadfile
+EDITABLE := $(VENV)/.editable-installed
+
+.PHONY: install dev demo test test-fast clean
 
 $(STAMP): requirements/runtime.txt requirements/test.txt requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -29,12 +39,17 @@ $(STAMP): requirements/runtime.txt requirements/test.txt requirements/constraint
 # The package itself is reinstalled every time so the venv never runs stale code.
 install: $(STAMP)
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation --force-reinstall .
+	rm -f $(EDITABLE)
 
 # Editable install for development: editable wheels do not carry the start-up .pth,
-# so it is copied next to them.
-dev: $(STAMP)
+# so it is copied next to them. Redone when setup.py or the hook changes, or after a
+# `make install` replaced it with a copy.
+dev: $(EDITABLE)
+
+$(EDITABLE): $(STAMP) setup.py parlai_docgraph_hook.pth
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	cp parlai_docgraph_hook.pth "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
+	touch $(EDITABLE)
 
 # $(call step,TITLE,SUMMARY,COMMAND): COMMAND's whole output (the command first) goes to
 # $(DEMO_LOG); the console shows TITLE, the lines demo_summary's SUMMARY filter keeps and
@@ -78,8 +93,11 @@ demo: install
 	@echo "   then open http://127.0.0.1:8080/"
 	@echo "full log: $(DEMO_LOG)"
 
-test: install
-	$(BIN)/pytest -q tests
+test: dev
+	$(PYTEST) tests
+
+test-fast: dev
+	$(PYTEST) -m "not slow" --require-every-module tests
 
 clean:
 	rm -rf $(VENV) build *.egg-info
