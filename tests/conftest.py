@@ -58,6 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
     suite_selection.mark_slow(items)
+    suite_selection.longest_first(items)
 
 
 def pytest_report_header(config: pytest.Config) -> str:

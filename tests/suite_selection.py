@@ -17,6 +17,9 @@ installed package under ``parlai_docgraph/``, ``tasks/`` or ``zoo/`` (the
 ``test_import_layers.module_files`` list, less scripts in folders that are no package) was
 not imported by the selected tests. Under pytest-xdist each worker reports the modules it
 imported and the controller checks their union.
+
+The files that take longest are collected first (:data:`LONGEST_FILES`), so that
+pytest-xdist starts them first.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import functools
 import inspect
 import sys
 from pathlib import Path
-from typing import Dict, Iterable, Set
+from typing import Dict, Iterable, List, Set
 
 import pytest
 
@@ -137,6 +140,25 @@ def slow_reason(item: pytest.Item) -> str:
             if reason:
                 return f"fixture {fixture}: {reason}"
     return ""
+
+
+#: the test files that take longest, longest first (``--durations`` of the whole suite on two
+#: cores): they are collected first, so pytest-xdist, which hands out whole files in
+#: collection order (``--dist loadfile``), starts them first and the short files fill in
+#: around them instead of one long file running alone at the end
+LONGEST_FILES = (
+    "test_synthetic.py", "test_expedition.py", "test_responder.py", "test_results_files.py",
+    "test_lora.py", "test_graph_selector.py", "test_stock_scripts.py", "test_interactive.py",
+    "test_pipeline.py", "test_zoo.py", "test_readme_commands.py", "test_gsr_causal.py",
+    "test_gsr.py", "test_web_chat.py", "test_heldout.py",
+)
+
+
+def longest_first(items: List[pytest.Item]) -> None:
+    """Reorder ``items`` in place: the files of :data:`LONGEST_FILES` first, in that order,
+    then the others as collected; the tests of a file keep their order."""
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))
 
 
 def mark_slow(items: Iterable[pytest.Item]) -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import importlib
 
-from suite_selection import SLOW_CALLS, SLOW_TESTS, _slow_source, package_modules
+from suite_selection import (LONGEST_FILES, SLOW_CALLS, SLOW_TESTS, _slow_source,
+                             package_modules)
 
 
 def _sample_module(tmp_path, monkeypatch, name: str, body: str):
@@ -35,11 +36,14 @@ def test_a_slow_call_in_a_helper_of_the_same_module_is_found(tmp_path, monkeypat
     assert _slow_source(mod.calls_plain) == ""
 
 
-def test_listed_slow_tests_exist():
-    """Every entry of :data:`SLOW_TESTS` names a test function that is still there."""
+def test_listed_tests_and_files_exist():
+    """Every entry of :data:`SLOW_TESTS` names a test function that is still there, and
+    every file of :data:`LONGEST_FILES` is a test file."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
+    for name in LONGEST_FILES:
+        assert (root / "tests" / name).is_file(), name
     for key in SLOW_TESTS:
         path, name = key.split("::")
         source = (root / path).read_text(encoding="utf-8")
