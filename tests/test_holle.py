@@ -503,3 +503,26 @@ def test_knowledge_turns_only(holle_datapath):
     assert 0 < len(uses) < len(full) and len(kept) == len(uses)
     assert [a["eval_labels"] for a in kept] == [a["eval_labels"] for a in uses]
     assert [a["label_candidates"] for a in kept] == [a["label_candidates"] for a in uses]
+
+
+def test_movie_titles_as_skt(holle_datapath):
+    """--holle-title movie: every passage, knowledge line and gold title is the movie name
+    (SKT's conversion, which the papers follow); the gold line is still among the candidates
+    and the sentences, gold and pool order are unchanged."""
+    args = ("--label-type", "chosen_sent")
+    source = teacher_acts("docgraph:holle", holle_datapath, "valid", *args)
+    movie = teacher_acts("docgraph:holle", holle_datapath, "valid", *args, "--holle-title", "movie")
+    assert len(source) == len(movie)
+    for a, b in zip(source, movie):
+        name = b["chosen_topic"]
+        assert [s for _, s in b["knowledge_passages"]] == [s for _, s in a["knowledge_passages"]]
+        assert {t for t, _ in b["knowledge_passages"]} == {name}
+        assert all(line.startswith(name + " ") for line in b["knowledge"].splitlines())
+        assert b["checked_sentence"] == a["checked_sentence"]
+        assert b["checked_sentence_index"] == a["checked_sentence_index"]
+        if a["title"] == "no_passages_used":
+            assert b["title"] == "no_passages_used" and b["eval_labels"] == a["eval_labels"]
+        else:
+            assert b["title"] == name and b["eval_labels"] == [f"{name} {b['checked_sentence']}"]
+        assert b["eval_labels"][0] in b["label_candidates"]
+    assert source[0]["title"] == "plot"  # the default keeps the source names

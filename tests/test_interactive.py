@@ -134,6 +134,8 @@ def test_chat_over_documents_with_bad_input_and_graph(model_file, docs, tmp_path
     assert "document not found" in out and "missing.txt" in out
     assert "empty message" in out
     assert "only its last 2000 are used" in out
+    # the long turn overflows what the generator reads: capped, and said once
+    assert out.count("the dialogue is longer than the generator reads: it sees the last 128") == 1
     # no chat message opens a file: /load is refused, nothing of the file reaches a reply
     assert "no chat message opens a file" in out
     assert "root:" not in out and "/bin/" not in out

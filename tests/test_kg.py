@@ -142,7 +142,7 @@ def test_generated_kg_over_real_names(tmp_path: Path) -> None:
         assert g.has_triple(names[a], rels[b], names[c])
     ids = [g.entity_id(names[x]) for x in h[:3]]
     vec = katz_vector(g, ids, 0.1, 2)
-    adj = g.A
+    adj = g.adjacency("count")
     cols = adj[:, sorted(set(ids))].toarray()  # A x and A (A x) by hand, for 3 columns only
     one = cols.mean(axis=1)
     assert np.allclose(vec, 0.1 * one + 0.01 * (adj @ one))
@@ -150,12 +150,28 @@ def test_generated_kg_over_real_names(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- Katz
 def _dense_katz(adj: np.ndarray, ids: List[int], beta: float, k: int) -> np.ndarray:
+    """Eq. 6 by dense powers: mean over mentioned m of sum_l beta^l (A^l)[m, i] (the row:
+    walks leaving m; for a symmetric A the printed column (A^l)[i, m] is the same)."""
     total = np.zeros_like(adj)
     power = np.eye(adj.shape[0])
     for level in range(1, k + 1):
         power = power @ adj
         total += beta ** level * power
-    return total[:, sorted(set(ids))].mean(axis=1)
+    return total[sorted(set(ids)), :].mean(axis=0)
+
+
+def _dense_adjacency(n: int, triples, kind: str) -> np.ndarray:
+    adj = np.zeros((n, n))
+    for a, _, b in set(triples):  # the store keeps each triple once
+        if kind == "binary":
+            adj[a, b] = adj[b, a] = 1.0
+        elif kind == "directed":
+            adj[a, b] += 1.0
+        else:  # count: each relation joins both ways; a self-loop is one relation
+            adj[a, b] += 1.0
+            if a != b:
+                adj[b, a] += 1.0
+    return adj
 
 
 @settings(max_examples=60, deadline=None, database=None)
@@ -165,19 +181,41 @@ def _dense_katz(adj: np.ndarray, ids: List[int], beta: float, k: int) -> np.ndar
     mentioned=st.lists(st.integers(0, 8), min_size=1, max_size=4),
     beta=st.floats(0.01, 1.0),
     k=st.integers(1, 3),
+    kind=st.sampled_from(["binary", "count", "directed"]),
 )
-def test_katz_matches_dense(n: int, edges, mentioned, beta: float, k: int) -> None:
+def test_katz_matches_dense(n: int, edges, mentioned, beta: float, k: int, kind: str) -> None:
     names = [f"e{i}" for i in range(n)]
-    triples = [(names[a % n], f"r{r}", names[b % n]) for a, r, b in edges]
-    g = KnowledgeGraph.from_triples(triples, entities=names)
-    adj = np.zeros((n, n))
-    for a, _, b in edges:
-        adj[a % n, b % n] = adj[b % n, a % n] = 1.0
+    triples = [(a % n, r, b % n) for a, r, b in edges]
+    g = KnowledgeGraph.from_triples([(names[a], f"r{r}", names[b]) for a, r, b in triples],
+                                    entities=names)
+    assert (g.adjacency(kind).toarray() == _dense_adjacency(n, triples, kind)).all()
     ids = [m % n for m in mentioned]
-    expected = _dense_katz(adj, ids, beta, k)
-    got = katz_scores(g, [names[i] for i in ids], beta, k)
+    expected = _dense_katz(_dense_adjacency(n, triples, kind), ids, beta, k)
+    got = katz_scores(g, [names[i] for i in ids], beta, k, adjacency=kind)
     assert np.allclose([got.get(x, 0.0) for x in names], expected, rtol=1e-9, atol=1e-12)
     assert all(v != 0 for v in got.values())
+
+
+def test_katz_counts_parallel_relations_and_direction() -> None:
+    """Park Eq. 6: A^k counts paths. Two relations joining the same pair are two paths
+    (binary 0/1 collapsed them); directed counts only walks leaving the mentioned entity
+    along relation directions."""
+    kg = KnowledgeGraph.from_triples([
+        ("Inception", "directed_by", "Nolan"), ("Inception", "written_by", "Nolan"),
+        ("Inception", "starred_actors", "DiCaprio"), ("Tenet", "directed_by", "Nolan"),
+    ])
+    count = katz_scores(kg, ["Inception"], beta=0.5, k=1, adjacency="count")
+    binary = katz_scores(kg, ["Inception"], beta=0.5, k=1, adjacency="binary")
+    assert count["Nolan"] == pytest.approx(2 * count["DiCaprio"]) == pytest.approx(1.0)
+    assert binary["Nolan"] == pytest.approx(binary["DiCaprio"])
+    assert katz_scores(kg, ["Inception"], 0.5, 1) == count  # count is the default
+    # from Nolan, whose relations all point at him: no directed walk leaves
+    assert katz_scores(kg, ["Nolan"], 0.5, 2, adjacency="directed") == {}
+    assert katz_scores(kg, ["Nolan"], 0.5, 2, adjacency="count")["Tenet"] == pytest.approx(0.5)
+    directed = katz_scores(kg, ["Inception"], 0.5, 2, adjacency="directed")
+    assert directed == {"Nolan": pytest.approx(1.0), "DiCaprio": pytest.approx(0.5)}
+    with pytest.raises(ValueError, match="adjacency"):
+        kg.adjacency("weighted")
 
 
 def test_katz_is_not_constant(kg: KnowledgeGraph) -> None:
@@ -431,8 +469,9 @@ def test_processor_mask_mixing_and_safety() -> None:
     katz = [{"X": 3.0, "Y": 1.0}]
     scores = torch.zeros(1, 10)  # uniform p_LM: log p = -log 10
 
-    def run(prefix: List[int], table=katz, alpha: float = 0.8) -> torch.Tensor:
-        proc = GraphConstrainedLogitsProcessor([trie], 1, num_beams=1, entity_scores=table, alpha=alpha)
+    def run(prefix: List[int], table=katz, alpha: float = 0.8, norm: str = "vocab") -> torch.Tensor:
+        proc = GraphConstrainedLogitsProcessor([trie], 1, num_beams=1, entity_scores=table,
+                                               alpha=alpha, lm_norm=norm)
         return proc(torch.tensor([[0] + prefix]), scores)
 
     out = run([])
@@ -443,6 +482,21 @@ def test_processor_mask_mixing_and_safety() -> None:
     assert out[0, 6].item() == pytest.approx(0.8 * -math.log(10) + 0.2 * math.log(0.75))
     hard = run([5], table=None)
     assert hard[0, 6].item() == hard[0, 7].item() == pytest.approx(0.8 * -math.log(10))
+    # Park Eq. 3 as the paper restricts p_LM to the valid set (lm_norm="allowed", default):
+    # p_LM renormalised over the allowed tokens, so a forced step costs nothing
+    only = run([], norm="allowed")
+    assert _finite(only) == [5] and only[0, 5].item() == pytest.approx(0.0, abs=1e-6)
+    both = run([5], norm="allowed")
+    assert both[0, 6].item() == pytest.approx(0.8 * -math.log(2) + 0.2 * math.log(0.75))
+    skewed = torch.zeros(1, 10)
+    skewed[0, 6], skewed[0, 3] = math.log(3.0), 5.0  # token 3 is outside the trie
+    proc = GraphConstrainedLogitsProcessor([trie], 1, num_beams=1, entity_scores=None)
+    assert proc.lm_norm == "allowed"
+    got = proc(torch.tensor([[0, 5]]), skewed)
+    assert got[0, 6].item() == pytest.approx(0.8 * math.log(0.75))  # 3 : 1 among {6, 7}
+    assert got[0, 7].item() == pytest.approx(0.8 * math.log(0.25))
+    with pytest.raises(ValueError, match="lm_norm"):
+        GraphConstrainedLogitsProcessor([trie], 1, lm_norm="softmax")
     zero = run([5], table=[{}])  # equal (zero) informativeness: uniform p_graph
     assert zero[0, 6].item() == zero[0, 7].item()
     for prefix in ([5, 6, 1], [9], [5, 9, 9]):  # ended, or off the trie: EOS only

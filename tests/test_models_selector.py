@@ -49,7 +49,7 @@ def _selector_batch(seed: int = 0) -> Dict[str, object]:
     tensors = [gr.to_tensors() for gr in graphs]
     feats = [torch.randn(t["num_nodes"], 16, generator=g) for t in tensors]
     flat = collate_graphs(tensors, feats)
-    cand, c2e, concepts, labels = [], [], [], []
+    cand, c2e, concepts, labels, concept2example = [], [], [], [], []
     gold = torch.tensor([2, 0])
     for b, gr in enumerate(graphs):
         off = int(flat["node_offset"][b])
@@ -59,19 +59,23 @@ def _selector_batch(seed: int = 0) -> Dict[str, object]:
         lab = concept_labels(gr, [gr.nodes[sents[int(gold[b])]].sentence])
         concepts += [off + i for i in sorted(lab)]
         labels += [lab[i] for i in sorted(lab)]
+        concept2example += [b] * len(lab)
     return dict(
         x=flat["x"], edge_index=flat["edge_index"], node_type=flat["node_type"],
         edge_type=flat["edge_type"], cand_node=torch.tensor(cand), cand2example=torch.tensor(c2e),
         context=torch.randn(len(cand), 12, generator=g), num_examples=2,
         concept_index=torch.tensor(concepts), gold=gold, concept_label=torch.tensor(labels),
+        concept2example=torch.tensor(concept2example),
     )
 
 
 def _run(model: DialogAwareSelector, batch: Dict[str, object], **kw: object):
-    args = {k: v for k, v in batch.items() if k != "concept_label"}
+    args = {k: v for k, v in batch.items() if k not in ("concept_label", "concept2example")}
     args.update(kw)
     out = model(**args)
-    return out, model.loss(out, batch["concept_label"] if model.use_concepts else None)
+    if not model.use_concepts:
+        return out, model.loss(out)
+    return out, model.loss(out, batch["concept_label"], batch["concept2example"])
 
 
 def _selector(variant: str = "full", **kw: object) -> DialogAwareSelector:
@@ -98,7 +102,7 @@ def test_selector_shapes_and_eval_uses_all_candidates() -> None:
     assert out.scores.shape == (7,) and torch.equal(out.keep, torch.arange(7))
     assert out.concept_logits.shape == (7,)
     assert torch.equal(out.gold, torch.tensor([2, 4]))
-    assert loss.ndim == 0 and set(parts) == {"loss_c", "loss_n"}
+    assert loss.ndim == 0 and set(parts) == {"loss_c", "loss_n", "loss_n_examples"}
     logp = segment_log_softmax(out.scores, out.cand2example, 2)
     torch.testing.assert_close(
         torch.zeros(2).index_add_(0, out.cand2example, logp.exp()), torch.ones(2))
@@ -148,7 +152,8 @@ def test_every_parameter_gets_a_gradient(variant: str) -> None:
     # a batch without concepts still touches every parameter (DDP)
     model.zero_grad()
     _, (loss, parts) = _run(model, dict(batch, concept_index=torch.zeros(0, dtype=torch.long),
-                                        concept_label=torch.zeros(0)))
+                                        concept_label=torch.zeros(0),
+                                        concept2example=torch.zeros(0, dtype=torch.long)))
     loss.backward()
     assert float(parts["loss_n"].detach()) == 0.0
     assert all(p.grad is not None for p in model.parameters())
@@ -276,9 +281,37 @@ def test_selector_on_built_graphs_with_minilm(minilm) -> None:
     )
     out = model(**args, generator=torch.Generator().manual_seed(0))
     assert out.scores.shape == (4,)
-    loss, _ = model.loss(out, torch.tensor(labels))
+    loss, _ = model.loss(out, torch.tensor(labels), flat["concept_node2example"])
     loss.backward()
     assert all(p.grad is not None for p in model.parameters())
     with torch.no_grad():
         out = model.eval()(**args)
     assert [len(r) for r in rank_candidates(out)] == [3, 2]
+
+
+def test_concept_loss_is_the_mean_over_each_graphs_concepts() -> None:
+    """Li Eq. 7: L_n is averaged over the N concept nodes of the example's graph G, so an
+    example counts once whatever its graph's size (``concept_loss_mean="graph"``, the
+    default); ``"batch"`` divides the batch's summed BCE by all its concept nodes."""
+    import torch.nn.functional as F
+
+    batch = _selector_batch()  # graphs of 4 and 3 concept nodes
+    c2e = batch["concept2example"]
+    assert c2e.tolist() == [0, 0, 0, 0, 1, 1, 1]
+    model = _selector("full").eval()
+    out, (loss, parts) = _run(model, batch)
+    bce = F.binary_cross_entropy_with_logits(
+        out.concept_logits, batch["concept_label"].float(), reduction="none")
+    per_graph = torch.stack([bce[c2e == b].mean() for b in range(2)])
+    torch.testing.assert_close(parts["loss_n"], per_graph.mean())
+    torch.testing.assert_close(parts["loss_n_examples"], per_graph)
+    torch.testing.assert_close(loss, parts["loss_c"] + parts["loss_n"])
+    # the old reduction differs on graphs of unequal size, and is still available
+    pooled = _selector("full", concept_loss_mean="batch").eval()
+    _, (_, pooled_parts) = _run(pooled, batch)
+    torch.testing.assert_close(pooled_parts["loss_n"], bce.mean())
+    assert not torch.isclose(bce.mean(), per_graph.mean())
+    with pytest.raises(ValueError, match="concept2example"):
+        model.loss(out, batch["concept_label"])
+    with pytest.raises(ValueError, match="--concept-loss-mean"):
+        _selector("full", concept_loss_mean="node")

@@ -219,3 +219,91 @@ def test_run_calls_the_stock_parlai_per_stage(tmp_path, monkeypatch, book):
     monkeypatch.setattr(rs.subprocess, "run", failing)
     with pytest.raises(subprocess.CalledProcessError):
         rs.run_recipe(book, "li_t7_coref", "/d", str(tmp_path), dry_run=False)
+
+
+def _bad_book(tmp_path, mutate) -> Path:
+    data = yaml.load(rb.RECIPES_FILE.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    mutate(data["recipes"])
+    path = tmp_path / "recipes.yaml"
+    path.write_text(yaml.dump(data, Dumper=DUMPER, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _drop(argv, flag):
+    i = argv.index(flag)
+    del argv[i:i + 2]
+
+
+def test_check_reports_optimizer_settings_left_to_defaults(tmp_path):
+    """Every training stage names its optimizer settings (command line + hparams with the
+    paper's value or 'not stated: why'); a recipe that leaves one to a ParlAI default, gives
+    no reason, or runs AdamW without decay (torch's 0.01 then applies) fails the check, also
+    through ``parlai-docgraph recipes check``."""
+    def mutate(recipes):
+        train = recipes["li_t7_coref"]["stages"]["train"]
+        _drop(train, "--gradient-clip")  # back to ParlAI's 0.1
+        del recipes["li_t7_coref"]["hparams"]["gradient_clip"]
+        recipes["li_t7_coref"]["hparams"]["betas"]["source"] = "Adam's usual betas"  # no reason
+        gold = recipes["li_t4_holle_gold"]
+        gold["stages"]["train"][gold["stages"]["train"].index("--optimizer") + 1] = "adamw"
+        gold["hparams"]["optimizer"]["value"] = "adamw"  # with --weight-decay 0
+
+    path = _bad_book(tmp_path, mutate)
+    book = rb.load(path)
+    problems = rs.check_recipe(book, "li_t7_coref")
+    assert any("train: gradient_clip = 0.1 is inherited from a ParlAI/agent default" in p
+               for p in problems), problems
+    assert any("gradient_clip = 0.1 is not stated in hparams" in p for p in problems), problems
+    assert any("betas = (0.9, 0.999): its source must cite the paper" in p for p in problems), problems
+    assert len(problems) == 3, problems
+    gold = rs.check_recipe(book, "li_t4_holle_gold")
+    assert gold == ["li_t4_holle_gold.train: adamw with --weight-decay 0.0 trains with torch's "
+                    "default 0.01 (ParlAI passes only a non-zero value); use --optimizer adam for none"]
+    # the unmodified file names every setting of every training stage
+    for name in ("li_t7_coref", "zt_t1_holle_ours", "park_t1_odkg_ours"):
+        assert rs.check_recipe(rb.load(), name) == [], name
+    out = run_cli(["parlai-docgraph", "recipes", "check", "li_t7_coref", "--recipes-file", str(path)],
+                  cwd=tmp_path)
+    assert out.returncode == 1, out.stderr[-2000:]
+    assert "li_t7_coref" in out.stdout and "FAILED" in out.stdout
+    assert "gradient_clip = 0.1 is inherited" in out.stdout
+
+
+def test_node_relevance_is_false_in_every_paper_recipe(book):
+    """--node-relevance (a frozen bi-encoder cosine, this package's addition) is off in every
+    recipe that trains a selector: the papers' models have no such term."""
+    trained = 0
+    for name in {book.run_of(n).name for n in book.recipes}:
+        for stage, argv in book.commands(name):
+            if argv[0] != "train_model" or rb.option_value(argv, "-m") != "docgraph/graph_selector":
+                continue
+            trained += 1
+            assert rs.resolve(argv)["node_relevance"] is False, (name, stage)
+            stated = {h.key: h.value for h in book.hparams_of(name, stage)}
+            assert stated.get("node_relevance") is False, (name, stage)
+    assert trained == 16  # Li Tables 2, 3, 7 and Zhang & Tan Tables 1-3
+
+
+def test_paper_protocol_options_in_the_recipes(book):
+    """Issue 28's paper values, as the recipes resolve them: Li Eq. 7's per-graph mean and
+    in-sentence concept vectors, Zhang & Tan Eq. 1's own-text vectors, SKT's Holl-E movie
+    titles, WoW's pinned --add-missing-turns, DialogGSR's stages and decoding."""
+    def train_opt(name, stage="train"):
+        return rs.resolve(dict(book.commands(name))[stage])
+
+    ours = train_opt("li_t2_holle_ours")
+    assert (ours["concept_loss_mean"], ours["node_text_encoding"], ours["holle_title"]) == (
+        "graph", "in_sentence", "movie")
+    assert train_opt("zt_t1_wow_ours")["node_text_encoding"] == "own_text"
+    assert train_opt("li_t3_wow_ours")["add_missing_turns"] == "all"
+    park = book.run_of("park_t1_odkg_ours")
+    assert list(park.stages) == ["pretrain", "retriever", "train", "eval"]
+    retriever, respond = train_opt("park_t1_odkg_ours", "retriever"), train_opt("park_t1_odkg_ours")
+    assert retriever["gsr_stage"] == "retrieve" and respond["gsr_stage"] == "respond"
+    assert respond["gsr_retriever_model_file"] == respond["init_model"] == "runs/park_t1_odkg_ours/retriever/model"
+    assert (respond["katz_adjacency"], respond["gsr_lm_norm"], respond["gsr_bleu_lowercase"]) == (
+        "count", "allowed", False)
+    # every trained DialogGSR row lists the undisclosed lengths and caps
+    for name in ("park_t1_odkg_ours", "park_t2_komodis_ours", "park_t5_hard_no_special_tokens",
+                 "park_t5_hard_special_no_recon"):
+        assert any("undisclosed lengths and caps" in d for d in book.get(name).deviations), name

@@ -7,7 +7,8 @@ only, since neither the datasets nor the hub weights exist here:
   (``tests/families.py``: ``roberta-base`` -> RoBERTa, ``bert-base-uncased`` -> BERT,
   ``gpt2`` -> GPT-2, ``t5-small`` -> T5);
 * the dataset becomes the bundled sample of the same format (WoW / Holl-E ->
-  ``docgraph:sample``, OpenDialKG / KOMODIS -> ``docgraph:sample_kg``);
+  ``docgraph:sample``, OpenDialKG / KOMODIS -> ``docgraph:sample_kg``), without the options
+  only the real dataset's teacher has (Holl-E's ``--holle-title``);
 * a training stage stops after 2 updates and validates on 4 examples; an evaluation stage
   reads 4 examples.
 
@@ -37,6 +38,8 @@ TASK = {"docgraph:wow": "docgraph:sample", "docgraph:wow:random_split": "docgrap
         "docgraph:wow:topic_split": "docgraph:sample:topic_split",
         "docgraph:holle": "docgraph:sample", "docgraph:holle:multi": "docgraph:sample",
         "docgraph:opendialkg": "docgraph:sample_kg", "docgraph:komodis": "docgraph:sample_kg"}
+#: options of the real datasets' teachers that their bundled stand-ins lack
+DATASET_ONLY = ("--holle-title",)
 TRAIN_LIMITS = ("--max-train-steps", "2", "--validation-max-exs", "4", "--short-final-eval", "true")
 EVAL_LIMITS = ("-ne", "4")
 
@@ -54,6 +57,10 @@ def substituted(argv: List[str], families: Dict[str, Path]) -> List[str]:
             out[i + 1] = str(families[FAMILY[out[i + 1]]])
         elif arg in ("-t", "--task"):
             out[i + 1] = TASK[out[i + 1]]
+    for flag in DATASET_ONLY:
+        while flag in out:
+            i = out.index(flag)
+            del out[i:i + 2]
     return out
 
 

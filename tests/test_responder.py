@@ -398,7 +398,8 @@ def _responder_agent(datapath, *args):
 
 
 def test_rouge_of_generated_replies_multi_reference_max(datapath):
-    """``rouge_*`` of each generated reply: max over ``multi_eval_labels`` (Holl-E) or labels."""
+    """``rouge_*`` of each generated reply against ``multi_eval_labels`` (Holl-E) or labels
+    (the multi-reference rule of :func:`~parlai_docgraph.text_metrics.rouge`)."""
     from parlai.core.message import Message
 
     from parlai_docgraph.text_metrics import rouge

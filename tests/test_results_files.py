@@ -51,11 +51,42 @@ def test_heldout_all_documents_is_quoted_from_its_result_file():
     assert result_table(data) in README
 
 
-def readme_command(program: str) -> List[str]:
+def test_replies_are_quoted_from_their_result_files():
+    """The reply tables (held-out test, and valid where the recipe was chosen) and the worst
+    replies of the zoo model come from reply_eval's result files."""
+    from parlai_docgraph.scripts.reply_eval import result_table, worst_table
+
+    figures = ("kf1_gold", "kf1_selected", "unsupported_share", "repeated_share", "empty_share",
+               "truncated_share", "distinct_2", "worst", "replies_text")
+    for name, fold, n in (("reply_quality.json", "test", 56), ("reply_quality_valid.json", "valid", 40)):
+        data = json.loads((RESULTS / name).read_text(encoding="utf-8"))
+        assert data["fold"] == fold and data["questions"] == n
+        assert "generate (zoo model)" in data["systems"]
+        for system in data["systems"].values():
+            assert all(k in system for k in figures) and len(system["replies_text"]) == n
+        assert "reply_eval" in data["meta"]["command"] and data["meta"]["commit"]
+        assert result_table(data) in README
+    data = json.loads((RESULTS / "reply_quality.json").read_text(encoding="utf-8"))
+    assert worst_table(data, "generate (zoo model)") in README
+
+
+def test_chat_speed_is_quoted_from_its_result_file():
+    from parlai_docgraph.bench.chat import markdown_table
+
+    data = json.loads((RESULTS / "chat_bench.json").read_text(encoding="utf-8"))
+    result = data["chat"]
+    assert set(result["turn_ms"]) == {"graph", "selection", "generation", "total"}
+    assert result["tokens_per_s"] > 0 and result["turns"] >= 3
+    assert "bench" in data["meta"]["command"] and "chat" in data["meta"]["command"]
+    assert markdown_table(result) in README
+
+
+def readme_command(program: str, writes: str = "--out") -> List[str]:
     """The README's inline command (in backticks, maybe over two lines) that starts with
-    ``program`` and writes a result file (``--out``), as an argument list."""
+    ``program`` and writes a result file (``writes``: ``--out``, or ``-mf`` for a model), as
+    an argument list."""
     found = [c for c in re.findall(r"`(" + re.escape(program) + r"[^`]*)`", README)
-             if "--out" in c]
+             if writes in c]
     assert len(found) == 1, found
     return shlex.split(" ".join(found[0].split()))
 
@@ -85,3 +116,33 @@ def test_the_benchmark_command_writes_its_result_file(zoo_datapath, tmp_path):
     for figures in result["sizes"].values():
         assert set(STAGES) <= set(figures["turn_ms"]) and figures["pool_sentences"] > 0
     assert markdown_table(result).splitlines()[2].startswith("| 10KB |")
+
+
+def test_the_reply_commands_write_their_result_file(zoo_datapath, tmp_path):
+    """The README's two commands as typed (the tiny GPT-2 responder, then reply_eval with
+    its rows; two questions instead of 56) over the zoo stand-in."""
+    from parlai_docgraph.scripts.reply_eval import result_table
+
+    env = {"PARLAI_DATAPATH": str(zoo_datapath)}
+    train = readme_command("parlai train_model -m docgraph/gpt2_responder", writes="-mf")
+    done = run_cli(train, tmp_path, env=env, timeout=900)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    args = readme_command("parlai-docgraph reply_eval --responders") + ["--num-questions", "2"]
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    done = run_cli(args, tmp_path, env=env, timeout=900)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    data = json.loads((tmp_path / args[args.index("--out") + 1]).read_text(encoding="utf-8"))
+    assert list(data["systems"]) == ["extract (zoo model)", "generate (zoo model)",
+                                      "tiny GPT-2", "zero-shot SmolLM2"]
+    assert data["questions"] == 2 and result_table(data) in done.stdout
+
+
+def test_the_chat_benchmark_command_writes_its_result_file(zoo_datapath, tmp_path):
+    from parlai_docgraph.bench.chat import markdown_table
+
+    args = readme_command("parlai-docgraph bench --only chat") + ["--quick"]
+    done = run_cli(args, tmp_path, env={"PARLAI_DATAPATH": str(zoo_datapath)}, timeout=900)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    data = json.loads((tmp_path / args[args.index("--out") + 1]).read_text(encoding="utf-8"))
+    assert data["chat"]["turns"] == 3 and data["meta"]["quick"] is True
+    assert markdown_table(data["chat"]).count("\n") == 2

@@ -385,6 +385,45 @@ def test_zhang_tan_text_tags_turns_from_the_last_user_turn():
     assert zhang_tan_text("only", "s") == "[user] only [know] s"
 
 
+def test_long_candidate_keeps_its_beginning():
+    """A candidate longer than its share of --pair-truncate loses its end, never its
+    opening words (a 150-word candidate at 128 tokens used to keep only its last ~20 words);
+    the context still loses its oldest tokens; the pair lengths are those of Hugging Face's
+    longest_first; a short pair is encoded exactly as the tokenizer encodes it."""
+    from parlai_docgraph.agents.graph_selector.encoder import load_encoder
+    from parlai_docgraph.agents.graph_selector.inputs import (
+        add_format_tokens, encode_candidates, pair_lengths,
+    )
+
+    encoder, tok = load_encoder("tiny")
+    words = [f"w{i}" for i in range(150)]
+    long_cand = " ".join(words)
+    context = "\n".join(["first old turn with several words"] * 6 + ["the latest turn"])
+    own = tok(long_cand, add_special_tokens=False)["input_ids"]
+    ctx = tok(context, add_special_tokens=False)["input_ids"]
+    enc = encode_candidates(tok, [long_cand, "short one"], [context, "hi"], 128)
+    row = [t for t in enc["input_ids"][0].tolist() if t != tok.pad_token_id]
+    assert len(row) == 128
+    first, second = pair_lengths(len(own), len(ctx), 128 - 3)
+    assert row[: 1 + first] == [tok.cls_token_id] + own[:first]  # the opening survives
+    assert tok.decode(row[1:1 + first]).split()[:3] == ["w0", "w1", "w2"]
+    assert row[2 + first: -1] == ctx[len(ctx) - second:]  # the latest context survives
+    # the counts are HF's longest_first: only which tokens are cut changed
+    hf = tok(long_cand, context, truncation="longest_first", max_length=128)["input_ids"]
+    assert len(hf) == len(row) and hf.count(tok.sep_token_id) == 2
+    assert hf.index(tok.sep_token_id) == row.index(tok.sep_token_id)
+    short = tok("short one", "hi")
+    assert enc["input_ids"][1][: len(short["input_ids"])].tolist() == short["input_ids"]
+    assert enc["token_type_ids"][1][: len(short["input_ids"])].tolist() == short["token_type_ids"]
+    assert pair_lengths(10, 10, 15) == (8, 7) and pair_lengths(3, 50, 20) == (3, 17)
+    # Zhang & Tan's one sequence: the context goes first; a candidate that alone exceeds
+    # the limit keeps its beginning after [know]
+    add_format_tokens(encoder, tok, "zhang_tan")
+    row = encode_candidates(tok, [long_cand], [context], 64, "zhang_tan")["input_ids"][0].tolist()
+    know = tok.convert_tokens_to_ids("[know]")
+    assert row[:2] == [tok.cls_token_id, know] and row[2:-1] == own[:61]
+
+
 def test_input_format_zhang_tan_encodes_tagged_context_then_knowledge(tiny_encoder, datapath):
     """Zhang & Tan Eq. 2 input: one sequence '[CLS] [user] u .. [know] s_i [SEP]' over the
     last --context-turns 4 utterances; the three tags are single added tokens with their own

@@ -242,3 +242,80 @@ def test_knowledge_turns_only_response_labels_keep_the_dropped_response(datapath
     assert len(kept) == len(expected) < len(full)
     assert [(a["text"], a["labels"]) for a in kept] == expected
     assert any(a["text"] != f["text"] for a, f in zip(kept, full))
+
+
+def _late_knowledge_dialogue() -> dict:
+    """Apprentice first; the first Wizard turn uses no knowledge, the second uses a passage
+    retrieved after the first turn."""
+    def said(speaker, text, title, sents, **extra):
+        return {"speaker": speaker, "text": text, "retrieved_topics": [title],
+                "retrieved_passages": [{title: sents}], **extra}
+
+    nothing = {"no_passages_used": "no_passages_used"}
+    return {
+        "chosen_topic": "Lighthouse", "persona": "i like the sea.", "wizard_eval": 5,
+        "chosen_topic_passage": ["A lighthouse is a tower.", "It guides ships."],
+        "dialog": [
+            said("0_Apprentice", "Do you like lighthouses?", "Beacon", ["A beacon is a fire."]),
+            said("1_Wizard", "Yes I do.", "Fog", ["Fog hides the coast."],
+                 checked_sentence=nothing, checked_passage=nothing),
+            said("0_Apprentice", "How do they shine?", "Lamp", ["A lamp gives light."]),
+            said("1_Wizard", "A lamp gives the light.", "Lens", ["A lens bends light."],
+                 checked_sentence={"partner_Lamp_0": "A lamp gives light."},
+                 checked_passage={"partner_0_Lamp": "Lamp"}),
+        ],
+    }
+
+
+def test_first_turn_pool_travels_when_the_first_turn_is_dropped(datapath):
+    """Li et al. 3.1 build the WoW graph from the passages of the episode's first turn: with
+    --knowledge-turns-only that turn may be dropped (its Wizard used no knowledge), so the
+    first message served carries that turn's pool in first_turn_passages, and the selector's
+    first_turn background starts from it instead of the served turn's (later) pool."""
+    from parlai_docgraph.agents.graph_selector.background import EpisodeBackground
+
+    folder = datapath / "wizard_of_wikipedia"
+    folder.mkdir()
+    _write(folder / "train.json", [_late_knowledge_dialogue(), _dialogue(speaker_first="0_Apprentice")])
+    args = ("--label-type", "chosen_sent")
+    full = teacher_acts("docgraph:wow", datapath, "train:ordered", *args)
+    kept = teacher_acts("docgraph:wow", datapath, "train:ordered", *args, "--knowledge-turns-only", "true")
+    assert len(full) == 3 and len(kept) == 1  # the second dialogue's only Wizard turn: none
+    first_pool = full[0]["knowledge_passages"]
+    assert [t for t, _ in first_pool] == ["Lighthouse", "Beacon"]
+    assert kept[0]["first_turn_passages"] == first_pool
+    assert "first_turn_passages" not in full[0] and "first_turn_passages" not in full[1]
+    served = [(t, s) for t, s in kept[0]["knowledge_passages"]]
+    assert [t for t, _ in served] == ["Lighthouse", "Lamp", "Fog"]
+    background = EpisodeBackground("first_turn")
+    pool = background.observe(served, kept[0]["first_turn_passages"])
+    # the first turn's pool, then the served turn's sentences it lacks (its candidates)
+    assert pool == [("Lighthouse", ["A lighthouse is a tower.", "It guides ships."]),
+                    ("Beacon", ["A beacon is a fire."]), ("Lamp", ["A lamp gives light."]),
+                    ("Fog", ["Fog hides the coast."])]
+    assert EpisodeBackground("first_turn").observe(served)[:2] == served[:2]  # without it
+    per_turn = EpisodeBackground("per_turn").observe(served, kept[0]["first_turn_passages"])
+    assert [t for t, _ in per_turn] == ["Lighthouse", "Beacon", "Lamp", "Fog"]
+
+
+def test_add_missing_turns_counts_what_parlai_drops(datapath):
+    """--add-missing-turns all keeps the last Wizard turn of a Wizard-first dialogue, which
+    ParlAI's teacher drops by default; the teacher counts those turns."""
+    from parlai.core.params import ParlaiParser
+    from parlai.core.teachers import create_task_agent_from_taskname
+
+    folder = datapath / "wizard_of_wikipedia"
+    folder.mkdir()
+    _write(folder / "train.json", [_dialogue(), _late_knowledge_dialogue(), _dialogue("Beacon")])
+    counts = {}
+    for missing in ("all", "none"):
+        opt = ParlaiParser(True, False).parse_args(
+            ["-t", "docgraph:wow", "--datapath", str(datapath), "-dt", "train:ordered",
+             "--label-type", "chosen_sent", "--add-missing-turns", missing])
+        teacher = create_task_agent_from_taskname(opt)[0]
+        while not teacher.epoch_done():
+            teacher.act()
+        counts[missing] = teacher.turn_counts
+    assert counts["all"].kept - counts["none"].kept == counts["all"].added == 2
+    assert counts["none"].added == 0
+    assert "kept 2 turns" in counts["all"].added_summary()

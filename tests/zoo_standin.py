@@ -7,9 +7,10 @@ same code path, ``parlai_docgraph.zoo.sample.download(datapath, recipe)`` (ParlA
 ``train_model`` for each part, composed into a ``-m docgraph`` model file), from a small
 recipe: a 1-layer, 32-dim random BERT (MiniLM's tokenizer, seed 0) as the selector's
 encoder and the bundled tiny GPT-2 as the responder, 2 training steps each on
-``docgraph:sample``, replies ``--reply-mode extract`` as the real model's (its generator
-writes at most 16 tokens, ``--label-truncate 16``, instead of ParlAI's 256: the untrained
-GPT-2 never stops early, and extract replies do not use its text). Its ``.built``
+``docgraph:sample``. Unlike the real model (SmolLM2 with LoRA, ``--reply-mode generate``) it
+replies ``--reply-mode extract``: an untrained GPT-2's text says nothing a test could check,
+and the selected sentence is what the commands must show (its generator writes at most 16
+tokens, ``--label-truncate 16``: the untrained GPT-2 never stops early). Its ``.built``
 marker then names the *real* recipe's version, so ParlAI's own zoo resolution
 (``modelzoo_path`` -> ``parlai.zoo.docgraph.sample.download``) finds the folder built and
 loads it instead of training: ``-mf zoo:docgraph/sample/model`` resolves to the stand-in

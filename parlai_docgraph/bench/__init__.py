@@ -10,4 +10,4 @@ standalone studies run as modules: ``python -m parlai_docgraph.bench.graph_probe
 """
 
 from parlai_docgraph.bench import cli  # noqa: F401  (the bench script and registry)
-from parlai_docgraph.bench import families, gsr, long_documents, scale, selector, trie  # noqa: F401
+from parlai_docgraph.bench import chat, families, gsr, long_documents, scale, selector, trie  # noqa: F401

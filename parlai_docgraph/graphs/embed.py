@@ -12,7 +12,12 @@ character offsets, then reads node vectors off the hidden states:
 - ``passage`` and ``topic`` nodes: their title, pooled the same way;
 - ``concept`` and ``word`` nodes: the mean over the tokens overlapping any of their mention
   spans, in the context of each mention's sentence (a merged concept averages all its
-  mentions' tokens).
+  mentions' tokens; Li et al. 2.1: "for concept nodes, we average the embeddings of the
+  tokens in the span").
+
+``own_text`` names node types encoded from their own text alone and mean-pooled instead:
+Zhang & Tan Eq. 1, :math:`h_k = \mathrm{Pooling}(f_{LM}(x_k))` with mean pooling, for the
+topic and word nodes of the multi-level graph (``own_text=("topic", "word")``).
 
 Beside those, ``mean_vectors`` holds every node's *mean*-pooled vector (concept and word
 nodes: the same mention mean), whatever ``pooling`` is: the vectors that the question
@@ -180,14 +185,19 @@ def encode_texts(
 def embed_graph(
     graph: DocumentGraph, encoder: Any, tokenizer: Any, *, batch_size: int = 32,
     max_length: Optional[int] = None, cache: CacheArg = None, pooling: str = "cls",
+    own_text: Sequence[str] = (),
 ) -> NodeEmbeddings:
-    """Initial vectors for every node of ``graph`` (see the module docstring)."""
+    """Initial vectors for every node of ``graph`` (see the module docstring); node types in
+    ``own_text`` (not ``sentence``) are their own text's mean-pooled encoding."""
     import torch
 
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    if "sentence" in own_text:
+        raise ValueError("sentence nodes are their sentence's encoding; own_text is for the "
+                         "other node types")
     sentences = graph.sentence_texts()
-    titles = [n.text for n in graph.nodes if n.type in ("passage", "topic")]
+    titles = [n.text for n in graph.nodes if n.type in ("passage", "topic") or n.type in own_text]
     states = encode_texts(
         list(sentences.values()) + titles, encoder, tokenizer,
         batch_size=batch_size, max_length=max_length, cache=cache,
@@ -205,7 +215,9 @@ def embed_graph(
         return pool_tokens(hidden[None], None, mode)[0]
 
     for node in graph.nodes:
-        if node.type in ("sentence", "passage", "topic"):
+        if node.type in own_text:
+            vectors[node.id] = means[node.id] = text_vector(node.text, "mean")
+        elif node.type in ("sentence", "passage", "topic"):
             vectors[node.id] = text_vector(node.text)
             means[node.id] = text_vector(node.text, "mean")
         else:

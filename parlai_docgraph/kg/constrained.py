@@ -8,9 +8,15 @@ positions, i.e. after T5's decoder start token) the processor returns
 
     \\tilde s(w) = \\alpha \\log p_{LM}(w \\mid x, \\pi) + (1 - \\alpha) \\log p_{graph}(w \\mid \\pi)
 
-for the continuations ``w`` allowed by the path trie (``C_M``) and ``-inf`` elsewhere
-(``log p_LM`` = ``log_softmax`` of the incoming scores, which beam search already passes
-as log-probabilities; ``log_softmax`` is idempotent). ``alpha = 0.8`` as in the paper.
+for the continuations ``w`` allowed by the path trie (``C_M``) and ``-inf`` elsewhere.
+``alpha = 0.8`` as in the paper. ``log p_LM`` (``lm_norm``):
+
+* ``allowed`` (the paper: "p_vocab is restricted to tokens within the valid set defined by
+  the constraint C_M"): the LM's distribution renormalised over the allowed continuations,
+  ``log p_LM(w) - log sum_{w' in W} p_LM(w')``, so a step with a single allowed token costs
+  nothing and the beam scores compare paths, not how much mass the LM put outside the trie;
+* ``vocab``: the full-vocabulary ``log_softmax`` of the incoming scores (which beam search
+  already passes as log-probabilities; ``log_softmax`` is idempotent), only masked.
 
 ``p_graph`` -- the definition used here. Let ``W`` be the allowed continuations of ``pi``
 and, for ``w in W``, ``E(w)`` the entities the token ``w`` spells in the trie (see
@@ -80,9 +86,13 @@ class GraphConstrainedLogitsProcessor(LogitsProcessor):
         alpha: float = 0.8,
         prefix_len: int = 1,
         min_score: float = 1e-6,
+        lm_norm: str = "allowed",
     ) -> None:
         if not 0.0 <= alpha <= 1.0:
             raise ValueError("alpha must be in [0, 1]")
+        if lm_norm not in LM_NORMS:
+            raise ValueError(f"lm_norm {lm_norm!r}: one of {', '.join(LM_NORMS)}")
+        self.lm_norm = lm_norm
         if entity_scores is not None and len(entity_scores) != len(tries):
             raise ValueError("one entity score mapping per trie")
         self.tries = list(tries)
@@ -149,6 +159,22 @@ class GraphConstrainedLogitsProcessor(LogitsProcessor):
         r = torch.tensor(rows, dtype=torch.long, device=scores.device)
         c = torch.tensor(cols, dtype=torch.long, device=scores.device)
         g_t = torch.tensor(graph, dtype=logp.dtype, device=scores.device)
+        lm = logp[r, c]
+        if self.lm_norm == "allowed":
+            lm = lm - _row_logsumexp(lm, r, n_rows)[r]
         out = torch.full_like(logp, float("-inf"))
-        out.index_put_((r, c), self.alpha * logp[r, c] + (1.0 - self.alpha) * g_t)
+        out.index_put_((r, c), self.alpha * lm + (1.0 - self.alpha) * g_t)
         return out.to(scores.dtype)
+
+
+#: ``lm_norm`` choices of :class:`GraphConstrainedLogitsProcessor` (``--gsr-lm-norm``)
+LM_NORMS = ("allowed", "vocab")
+
+
+def _row_logsumexp(values: torch.Tensor, rows: torch.Tensor, n_rows: int) -> torch.Tensor:
+    """``log sum exp`` of ``values`` per row id in ``rows`` (``-inf`` for a row with none)."""
+    top = torch.full((n_rows,), float("-inf"), dtype=values.dtype, device=values.device)
+    top = top.scatter_reduce(0, rows, values, reduce="amax")
+    safe = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
+    total = torch.zeros_like(top).index_add_(0, rows, (values - safe[rows]).exp())
+    return safe + total.log()

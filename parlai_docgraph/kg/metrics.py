@@ -11,9 +11,11 @@ Retrieval (Park et al. Table 3, 5; the DialKG Walker definition, Moon et al. 201
 
 Response (Table 1-2):
 
-* :func:`bleu` -- BLEU-1..4 with NLTK (cumulative uniform weights, whitespace tokens
-  after lower-casing, smoothing ``method1``; sentence level per example -- use
-  :func:`corpus_bleu` for the corpus figure the paper reports);
+* :func:`bleu` -- BLEU-1..4 with NLTK (cumulative uniform weights, whitespace tokens as
+  they are, smoothing ``method1``; sentence level per example -- use :func:`corpus_bleu`
+  for the corpus figure the paper reports). Case counts, as in DialogGSR's evaluator
+  (``hyp.split()`` / ``ref.split()``, anchors.md 2.7); ``lowercase=True`` (the agent's
+  ``--gsr-bleu-lowercase``) lower-cases both sides first;
 * ROUGE-1/2/L -- :func:`parlai_docgraph.text_metrics.rouge` (Google ``rouge-score``);
 * unigram F1 -- ParlAI's ``F1Metric`` (recorded by the agent);
 * :func:`knowledge_entity_recall` -- share of the gold path's entities that the
@@ -49,16 +51,17 @@ def path_valid(kg: KnowledgeGraph, path: Sequence[Triple]) -> bool:
     return bool(path) and all(kg.has_triple(h, r, t) for h, r, t in path)
 
 
-def _tokens(text: str) -> List[str]:
-    return text.lower().split()
+def _tokens(text: str, lowercase: bool = False) -> List[str]:
+    return (text.lower() if lowercase else text).split()
 
 
-def bleu(hypothesis: str, references: Sequence[str], max_n: int = 4) -> Dict[str, float]:
+def bleu(hypothesis: str, references: Sequence[str], max_n: int = 4,
+         lowercase: bool = False) -> Dict[str, float]:
     """Sentence BLEU-1..``max_n`` (keys ``bleu-1``...), NLTK with smoothing method1."""
     from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 
-    hyp = _tokens(hypothesis)
-    refs = [_tokens(r) for r in references if r is not None]
+    hyp = _tokens(hypothesis, lowercase)
+    refs = [_tokens(r, lowercase) for r in references if r is not None]
     smooth = SmoothingFunction().method1
     out: Dict[str, float] = {}
     for n in range(1, max_n + 1):
@@ -75,7 +78,8 @@ def bleu(hypothesis: str, references: Sequence[str], max_n: int = 4) -> Dict[str
 PARK_EPSILON = 1e-12
 
 
-def bleu_stats(hypothesis: str, references: Sequence[str], max_n: int = 4) -> List[int]:
+def bleu_stats(hypothesis: str, references: Sequence[str], max_n: int = 4,
+               lowercase: bool = False) -> List[int]:
     """
     Additive sufficient statistics of corpus BLEU for one example:
     ``[hyp_len, closest_ref_len, num_1, den_1, ..., num_max_n, den_max_n]`` with NLTK's
@@ -85,8 +89,8 @@ def bleu_stats(hypothesis: str, references: Sequence[str], max_n: int = 4) -> Li
     """
     from nltk.translate.bleu_score import closest_ref_length, modified_precision
 
-    hyp = _tokens(hypothesis)
-    refs = [_tokens(r) for r in references if r is not None]
+    hyp = _tokens(hypothesis, lowercase)
+    refs = [_tokens(r, lowercase) for r in references if r is not None]
     out = [len(hyp), closest_ref_length(refs, len(hyp)) if refs else 0]
     for n in range(1, max_n + 1):
         if not refs:
@@ -120,12 +124,12 @@ def bleu_from_stats(stats: Sequence[float], n: int, epsilon: float = PARK_EPSILO
 
 
 def corpus_bleu(hypotheses: Sequence[str], references: Sequence[Sequence[str]], max_n: int = 4,
-                epsilon: float = PARK_EPSILON) -> Dict[str, float]:
+                epsilon: float = PARK_EPSILON, lowercase: bool = False) -> Dict[str, float]:
     """Corpus BLEU-1..``max_n`` (NLTK ``corpus_bleu``, smoothing method1), as the paper's code."""
     from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu as nltk_corpus_bleu
 
-    hyps = [_tokens(h) for h in hypotheses]
-    refs = [[_tokens(r) for r in rs] for rs in references]
+    hyps = [_tokens(h, lowercase) for h in hypotheses]
+    refs = [[_tokens(r, lowercase) for r in rs] for rs in references]
     smooth = SmoothingFunction(epsilon=epsilon).method1
     return {
         f"bleu-{n}": float(nltk_corpus_bleu(refs, hyps, weights=tuple([1.0 / n] * n), smoothing_function=smooth))

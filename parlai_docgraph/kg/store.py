@@ -17,8 +17,12 @@ Sparse views (``scipy.sparse.csr_matrix``, ``N x N`` for ``N`` entities):
   may be an explicit ``0``, relation id 0).
 * :attr:`KnowledgeGraph.backward` -- the same edges indexed by tail (row ``t``, column ``h``).
 * :attr:`KnowledgeGraph.A` -- symmetric 0/1 float adjacency: ``A[i, j] = 1`` iff some
-  relation joins ``i`` and ``j`` in either direction (the ``A`` of Eq. 6; a self-loop
-  triple ``(e, r, e)`` sets ``A[e, e]``).
+  relation joins ``i`` and ``j`` in either direction (a self-loop triple ``(e, r, e)`` sets
+  ``A[e, e]``).
+* :meth:`KnowledgeGraph.adjacency` -- the ``A`` of Park et al. Eq. 6 by kind: ``binary``
+  (:attr:`A`), ``count`` (symmetric, ``A[i, j]`` = the number of relations joining ``i``
+  and ``j`` in either direction, so ``A^k`` counts paths that may run a relation either
+  way) or ``directed`` (``A[h, t]`` = the number of relations ``h -> t``).
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ class KnowledgeGraph:
         self._forward: Optional[sp.csr_matrix] = None
         self._backward: Optional[sp.csr_matrix] = None
         self._adjacency: Optional[sp.csr_matrix] = None
+        self._counted: Dict[str, sp.csr_matrix] = {}
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -260,6 +265,34 @@ class KnowledgeGraph:
             adj.data[:] = 1.0
             self._adjacency = adj
         return self._adjacency
+
+    def adjacency(self, kind: str = "count") -> sp.csr_matrix:
+        """
+        The float64 adjacency of ``kind`` (see the module docstring), built on first use:
+        ``binary`` = :attr:`A`; ``directed``: ``D[h, t]`` = relations ``h -> t`` (one per
+        stored edge: OpenDialKG's ``~r`` spelling of a fact is the same edge); ``count`` =
+        ``D + D^T`` less ``D``'s diagonal once (a self-loop is one relation, not two).
+        """
+        if kind == "binary":
+            return self.A
+        if kind not in ADJACENCY_KINDS:
+            raise ValueError(f"adjacency {kind!r}: one of {', '.join(ADJACENCY_KINDS)}")
+        if kind not in self._counted:
+            n = self.num_entities
+            directed = sp.csr_matrix(
+                (np.ones(self.heads.shape[0]), (self.heads, self.tails)), shape=(n, n))
+            directed.sum_duplicates()
+            if kind == "directed":
+                self._counted[kind] = directed
+            else:
+                both = (directed + directed.T - sp.diags(directed.diagonal())).tocsr()
+                both.eliminate_zeros()
+                self._counted[kind] = both
+        return self._counted[kind]
+
+
+#: kinds of :meth:`KnowledgeGraph.adjacency`
+ADJACENCY_KINDS = ("binary", "count", "directed")
 
 
 def _indptr(sorted_rows: np.ndarray, n: int) -> np.ndarray:

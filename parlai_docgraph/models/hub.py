@@ -4,7 +4,9 @@ The one loader of Hugging Face models and tokenizers, shared by the selector's e
 (``--gsr-model``, seq2seq or causal):
 
 * where a ``--*-model`` name points (:func:`resolve_source`: the bundled ``tiny`` asset,
-  a local directory, the datapath's offline ``hf/`` folder or a hub name);
+  a local directory, a GGUF file or an installed GGUF model's short name (converted once
+  into ``<datapath>/hf/<name>/`` by :mod:`.gguf`), the datapath's offline ``hf/`` folder
+  or a hub name);
 * :func:`load_tokenizer` and :func:`load_model` (``kind`` encoder, causal, seq2seq, or
   ``lm``: causal or seq2seq as the config says); a source without weights (``tiny``) or
   ``pretrained=False`` gets weights from a seed, the global RNG untouched;
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, List, Literal, Optional, Sequence, Tuple, Type
 
 from parlai_docgraph.env import offline
+from parlai_docgraph.models import gguf
 
 TINY = "tiny"
 #: the files any of which means "this directory has weights" (else: seeded fresh weights)
@@ -60,11 +63,15 @@ class ModelOption:
 
 def resolve_source(name: str, tiny_dir: str, datapath: Optional[str] = None) -> str:
     """
-    ``tiny`` -> ``tiny_dir``; an existing directory as is; ``<datapath>/hf/<name>`` when
-    that directory has a ``config.json`` (ParlAI PR #3027's offline layout); else ``name``.
+    ``tiny`` -> ``tiny_dir``; a ``.gguf`` file or a :data:`.gguf.KNOWN` short name -> its
+    converted directory (:func:`.gguf.converted_dir`; :class:`.gguf.GgufUnavailable` says
+    what to install); an existing directory as is; ``<datapath>/hf/<name>`` when that
+    directory has a ``config.json`` (ParlAI PR #3027's offline layout); else ``name``.
     """
     if name == TINY:
         return tiny_dir
+    if gguf.is_gguf_source(name):
+        return gguf.converted_dir(name, datapath)
     if os.path.isdir(name):
         return name
     if datapath:
@@ -72,6 +79,14 @@ def resolve_source(name: str, tiny_dir: str, datapath: Optional[str] = None) -> 
         if os.path.isfile(os.path.join(local, "config.json")):
             return local
     return name
+
+
+def _source(name: str, option: ModelOption, datapath: Optional[str]) -> str:
+    """:func:`resolve_source`, a GGUF failure raised as the component's error class."""
+    try:
+        return resolve_source(name, option.tiny_dir, datapath)
+    except gguf.GgufUnavailable as e:
+        raise option.error(f"{option.option} {name!r} could not be loaded: {e}") from e
 
 
 def unavailable_message(
@@ -114,7 +129,7 @@ def load_tokenizer(
     """
     from transformers import AutoTokenizer
 
-    source = resolve_source(name, option.tiny_dir, datapath)
+    source = _source(name, option, datapath)
     try:
         tok = AutoTokenizer.from_pretrained(source, **_from(source))
     except (OSError, ValueError) as e:
@@ -176,7 +191,7 @@ def load_model(
     import torch
     from transformers import AutoConfig
 
-    source = resolve_source(name, option.tiny_dir, datapath)
+    source = _source(name, option, datapath)
     try:
         config = AutoConfig.from_pretrained(source, **_from(source))
     except (OSError, ValueError) as e:

@@ -11,8 +11,10 @@ runs the commands (:mod:`parlai_docgraph.scripts.recipes`) and
 :mod:`parlai_docgraph.recipes.readme` writes the README's paper sections from it.
 
 ``hparams`` maps an opt key to ``{value, source, stage}``; the stage defaults to ``train``
-(``all``: every stage, ``eval``: every ``eval*`` stage); ``KEY@STAGE`` lets one key have a
-different value per stage. Recipe fields: ``same_as`` (the row is the same run as another recipe: no stages of its own),
+(``all``: every stage, ``eval``: every ``eval*`` stage, a list: those stages); ``KEY@STAGE``
+lets one key have a different value per stage. A training stage must name its optimizer
+settings (:data:`OPTIMIZER_KEYS`, checked by ``parlai-docgraph recipes check``): on its
+command line and in ``hparams``, with the paper's value or ``not stated: <why this value>``. Recipe fields: ``same_as`` (the row is the same run as another recipe: no stages of its own),
 ``requires`` (recipes whose model files its stages read, e.g. a pipeline evaluation of a
 trained selector and responder), ``deviations`` (what differs from the paper and why). Placeholders ``{datapath}`` and ``{runs}`` in arguments are filled in by
 :meth:`RecipeBook.commands`.
@@ -35,6 +37,42 @@ DEFAULT_RUNS = "runs"
 #: ``hparams.<key>.stage`` values besides a stage name
 ALL_STAGES = "all"
 EVAL_STAGES = "eval"  # every stage whose name starts with "eval"
+
+
+#: optimizer settings every training stage names; with :func:`optimizer_keys` the ones
+#: its optimizer and scheduler read (a ParlAI or agent default decides them otherwise)
+OPTIMIZER_KEYS = ("optimizer", "gradient_clip", "lr_scheduler", "warmup_updates")
+#: optimizers that read --betas / --adam-eps (torch.optim's Adam family in ParlAI)
+ADAM_FAMILY = ("adam", "adamw", "adamax", "sparseadam", "mem_eff_adam", "fused_adam", "radam",
+               "nadam", "qhadam")
+#: a source of an optimizer setting: the paper (its short name first) or the stated choice
+NOT_STATED = "not stated: "
+
+
+def optimizer_keys(opt: Dict[str, Any]) -> List[str]:
+    """
+    The opt keys the training run of ``opt`` reads for optimisation: :data:`OPTIMIZER_KEYS`,
+    ``weight_decay`` and, as the choices need them, ``betas`` and ``adam_eps`` (Adam family),
+    ``momentum`` (sgd, rmsprop, qhm), ``lr_scheduler_patience`` and ``lr_scheduler_decay``
+    (reduceonplateau, fixed), ``invsqrt_lr_decay_gamma`` (invsqrt), ``max_train_steps``
+    (linear, cosine: the schedule's length) and ``warmup_rate`` (a warm-up).
+    """
+    keys = list(OPTIMIZER_KEYS) + ["weight_decay"]
+    optimizer = str(opt.get("optimizer", ""))
+    if optimizer in ADAM_FAMILY:
+        keys += ["betas", "adam_eps"]
+    elif optimizer in ("sgd", "rmsprop", "qhm"):
+        keys.append("momentum")
+    scheduler = opt.get("lr_scheduler")
+    if scheduler in ("reduceonplateau", "fixed"):
+        keys += ["lr_scheduler_patience", "lr_scheduler_decay"]
+    elif scheduler == "invsqrt":
+        keys.append("invsqrt_lr_decay_gamma")
+    elif scheduler in ("linear", "cosine"):
+        keys.append("max_train_steps")
+    if (opt.get("warmup_updates") or 0) > 0:
+        keys.append("warmup_rate")
+    return keys
 
 
 class RecipeError(ValueError):
@@ -68,19 +106,32 @@ class Table:
 
 @dataclass(frozen=True)
 class HParam:
-    """An opt key's paper value, where it comes from, and the stage(s) it applies to."""
+    """An opt key's paper value, where it comes from, and the stage(s) it applies to
+    (``stage``: a stage name, ``all``, ``eval``, or a tuple of stage names)."""
 
     key: str
     value: Any
     source: str
-    stage: str = "train"
+    stage: Union[str, Tuple[str, ...]] = "train"
 
     def applies_to(self, stage: str) -> bool:
+        if isinstance(self.stage, tuple):
+            return stage in self.stage
         if self.stage == ALL_STAGES:
             return True
         if self.stage == EVAL_STAGES:
             return stage.startswith("eval")
         return self.stage == stage
+
+    @property
+    def stage_names(self) -> Tuple[str, ...]:
+        """The named stages of a tuple or single stage (``()`` for ``all`` / ``eval``)."""
+        if isinstance(self.stage, tuple):
+            return self.stage
+        return () if self.stage in (ALL_STAGES, EVAL_STAGES) else (self.stage,)
+
+    def describe_stage(self) -> str:
+        return ",".join(self.stage) if isinstance(self.stage, tuple) else self.stage
 
 
 @dataclass(frozen=True)
@@ -219,8 +270,12 @@ def _recipe(name: str, entry: dict, where: str) -> Recipe:
         opt_key, _, stage = key.partition("@")
         if stage and "stage" in h:
             raise RecipeError(f"{hw}: the stage is named twice ('@{stage}' and stage:)")
-        hparams.append(HParam(opt_key, h["value"], _need(h, "source", hw),
-                              stage or h.get("stage", "train")))
+        given = stage or h.get("stage", "train")
+        if isinstance(given, list):
+            if not given or not all(isinstance(x, str) for x in given):
+                raise RecipeError(f"{hw}: stage must be a stage name or a non-empty list of them")
+            given = tuple(given)
+        hparams.append(HParam(opt_key, h["value"], _need(h, "source", hw), given))
     reported = entry.get("reported") or {}
     for label, value in reported.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool):
@@ -253,8 +308,9 @@ def _check(book: RecipeBook) -> None:
                 raise RecipeError(f"{where}: requires unknown recipe {req!r}")
         run = book.run_of(r.name)
         for h in r.hparams:
-            if h.stage not in (ALL_STAGES, EVAL_STAGES) and h.stage not in r.stages:
-                raise RecipeError(f"{where}.hparams.{h.key}: no stage {h.stage!r}")
+            for name in h.stage_names:
+                if name not in r.stages:
+                    raise RecipeError(f"{where}.hparams.{h.key}: no stage {name!r}")
             if not any(h.applies_to(s) for s in r.stages):
                 raise RecipeError(f"{where}.hparams.{h.key}: applies to none of its stages")
         columns = {c.label: c for c in book.tables[r.table].columns}

@@ -6,16 +6,17 @@ A README region is delimited by ``<!-- recipes:begin SECTION ... -->`` and
 :func:`section_markdown` of that section (the tables whose ``section`` is ``SECTION``). Each
 table becomes the paper's figures by row with the recipe that reproduces the row and the
 options that set it apart, then the full commands of one representative recipe (as
-``parlai-docgraph recipes show`` prints them) and the deviations from the paper.
+``parlai-docgraph recipes show`` prints them), the deviations from the paper and the
+settings the paper does not state (hparams whose source starts with ``not stated:``).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from typing import List, Sequence
+from typing import Dict, List, Sequence, Tuple
 
-from parlai_docgraph.recipes import HParam, Recipe, RecipeBook, RecipeError
+from parlai_docgraph.recipes import NOT_STATED, HParam, Recipe, RecipeBook, RecipeError
 
 BEGIN = "<!-- recipes:begin {section} (generated from parlai_docgraph/recipes/recipes.yaml by " \
         "`parlai-docgraph recipes readme`; edit the file, not this region) -->"
@@ -47,15 +48,24 @@ def wrap_command(argv: Sequence[str], width: int = WIDTH) -> str:
     return "\n".join(lines)
 
 
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return ",".join(_text(v) for v in value)
+    return str(value)
+
+
 def _flag(key: str, value: object) -> str:
-    """``("num_epochs", 3.0) -> "`--num-epochs 3`"``."""
-    text = str(value).lower() if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else str(value)
-    return f"`--{key.replace('_', '-')} {text}`"
+    """``("num_epochs", 3.0) -> "`--num-epochs 3`"``; a list is comma-joined (``--betas``)."""
+    return f"`--{key.replace('_', '-')} {_text(value)}`"
 
 
 def _main(hparams: Sequence[HParam]) -> List[HParam]:
     """The hparams of the main training / evaluation stages (not of a pretraining stage)."""
-    return [h for h in hparams if h.stage in ("train", "all", "eval")]
+    return [h for h in hparams if h.stage in ("train", "all", "eval") or "train" in h.stage_names]
 
 
 def defining_options(book: RecipeBook, recipe: Recipe) -> str:
@@ -114,7 +124,30 @@ def table_markdown(book: RecipeBook, name: str) -> str:
                 deviations.append(d)
     if deviations:
         out += ["", "Deviations from the paper:"] + [f"- {d}" for d in deviations]
+    choices = stated_choices(book, name)
+    if choices:
+        out += ["", "Settings the paper does not state (each recipe names them; "
+                "`parlai-docgraph recipes check` fails on one left to a default):"]
+        out += [f"- {c}" for c in choices]
     return "\n".join(out)
+
+
+def stated_choices(book: RecipeBook, table: str) -> List[str]:
+    """``"`--flag value`: why"`` for every hparam of the table's runs whose source starts
+    with ``not stated:`` (once per key and reason; a value that differs between the runs is
+    shown as ``(per recipe)``)."""
+    grouped: Dict[Tuple[str, str], List[object]] = {}
+    for r in book.in_table(table):
+        for h in book.run_of(r.name).hparams:
+            if h.source.startswith(NOT_STATED):
+                values = grouped.setdefault((h.key, h.source[len(NOT_STATED):]), [])
+                if h.value not in values:
+                    values.append(h.value)
+    out = []
+    for (key, why), values in grouped.items():
+        flag = _flag(key, values[0]) if len(values) == 1 else f"`--{key.replace('_', '-')}` (per recipe)"
+        out.append(f"{flag}: {why}")
+    return out
 
 
 def section_markdown(book: RecipeBook, section: str) -> str:

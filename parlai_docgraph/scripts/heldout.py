@@ -82,8 +82,8 @@ def cosine_ranker(encoder_name: str) -> Ranker:
 def load_model(model_file: str, datapath: Optional[str] = None) -> Any:
     """
     A selector or ``-m docgraph`` pipeline from ``model_file``, loaded once for both the
-    ranking and the replies: evaluation mode, ``--reply-mode extract`` and greedy decoding
-    for pipelines (:func:`reply_grounding` reads the generator's text from the same replies).
+    ranking: evaluation mode, ``--reply-mode extract`` for pipelines (replies are measured
+    by ``parlai-docgraph reply_eval``).
     """
     from parlai.core.agents import create_agent_from_model_file
 
@@ -105,38 +105,6 @@ def selector_ranker(agent: Any, model_file: str = "") -> Ranker:
         return list(selector.select(passages, question)["scores"])
 
     return rank
-
-
-def reply_grounding(agent: Any, questions: Sequence[Question]) -> Dict[str, Dict[str, float]]:
-    """
-    Mean ROUGE-L F and ParlAI's unigram F1 of a ``-m docgraph`` pipeline's replies against
-    the sentence its selector chose, one single-turn episode per question, for each
-    ``--reply-mode`` (``{"extract": {...}, "generate": {...}}``): how much of the reply is
-    grounded in the knowledge it was given. One pass serves both modes: an ``extract`` reply
-    keeps the generator's text (greedy, conditioned on the same selection, so the same text
-    ``generate`` would reply) in ``generated_text``.
-    """
-    from parlai.core.metrics import F1Metric
-
-    from parlai_docgraph.text_metrics import rouge
-
-    if not hasattr(agent, "responder"):
-        raise ValueError("reply grounding needs a -m docgraph pipeline")
-    scores: Dict[str, Dict[str, List[float]]] = {m: {"rouge_L": [], "f1": []}
-                                                 for m in ("extract", "generate")}
-    for q in questions:
-        agent.reset()
-        agent.observe({"text": q.question, "episode_done": True,
-                       "knowledge_passages": [[t, list(ss)] for t, ss in q.passages]})
-        reply = agent.act()
-        chosen = reply.get("selected_sentence") or ""
-        texts = {"extract": reply.get("text") or "",
-                 "generate": reply.get("generated_text", reply.get("text")) or ""}
-        for mode, text in texts.items():
-            scores[mode]["rouge_L"].append(rouge(text, [chosen])["rouge_L"] if chosen else 0.0)
-            scores[mode]["f1"].append(F1Metric.compute(text, [chosen]).value()
-                                      if chosen else 0.0)
-    return {mode: {k: sum(v) / len(v) for k, v in m.items()} for mode, m in scores.items()}
 
 
 def retrieved_questions(questions: Sequence[Question], folder: str, budget: int
@@ -213,10 +181,6 @@ class HeldoutEval(ParlaiScript):
                            "installed all-MiniLM-L6-v2; or a local directory)")
         group.add_argument("--questions-dir", type=str, default=str(HELDOUT),
                            help="folder with questions.jsonl and its documents")
-        group.add_argument("--replies", type="bool", default=True,
-                           help="for -m docgraph pipelines, also measure how grounded the "
-                           "replies are (ROUGE-L / F1 against the selected sentence) with "
-                           "--reply-mode extract and generate")
         group.add_argument("--settings", type=str, default="document,all_documents",
                            help="comma-separated: document (each question over its own "
                            "document), all_documents (over all documents at once, the pool "
@@ -240,13 +204,10 @@ class HeldoutEval(ParlaiScript):
         if opt["cosine"]:
             systems.append((f"zero-shot cosine ({opt['cosine_encoder']})",
                             cosine_ranker(opt["cosine_encoder"])))
-        pipelines = []
         for name in filter(None, (m.strip() for m in opt["model_files"].split(","))):
             path = resolve(opt["datapath"], name)
             agent = load_model(path, opt["datapath"])
             systems.append((name, selector_ranker(agent, path)))
-            if is_pipeline(path):
-                pipelines.append((name, agent))
         if not systems:
             raise ValueError("heldout_eval: nothing to evaluate (give --model-files or "
                              "--cosine true)")
@@ -271,15 +232,6 @@ class HeldoutEval(ParlaiScript):
             rows.append((name, accs))
         docs = len({q.document for q in questions})
         text = table(rows, len(questions), docs, recall)
-        grounding = []
-        for name, agent in pipelines if opt["replies"] else ():
-            for mode, g in reply_grounding(agent, questions).items():
-                grounding.append(f"| {name} | {mode} | {g['rouge_L']:.3f} | {g['f1']:.3f} |")
-                detail[name][f"replies_{mode}"] = g
-        if grounding:
-            text += ("\n\n| model | --reply-mode | reply ROUGE-L vs selected sentence | "
-                     "reply F1 vs selected sentence |\n|---|---|---|---|\n"
-                     + "\n".join(grounding))
         print(text)  # the script's output: the table
         if opt.get("out"):
             write_text_atomic(opt["out"], json.dumps(

@@ -12,8 +12,13 @@ the papers' table rows as named recipes (:mod:`parlai_docgraph.recipes`, ``recip
   recipe's placeholders.
 * ``check [NAME]``: resolves every stage of every (or one) recipe through ParlAI's own parser
   (the script's ``setup_args`` plus the agent's and teacher's ``add_cmdline_args``): every
-  option name must exist and every listed hyper-parameter must equal the resolved opt.
-  Nothing is loaded or downloaded.
+  option name must exist and every listed hyper-parameter must equal the resolved opt. A
+  training stage must also name each optimizer setting it reads
+  (:func:`parlai_docgraph.recipes.optimizer_keys`: optimizer, gradient clip, scheduler and
+  its patience/decay or length, warm-up, betas, eps, weight decay) on its command line and
+  in ``hparams``, with the paper's value (the source starts with the paper's name) or
+  ``not stated: <why>``: a setting left to a ParlAI or agent default is reported. Nothing is
+  loaded or downloaded. ``--recipes-file`` checks another file.
 * ``readme [--check]``: rewrites the README's generated paper sections (or says whether
   they are current).
 """
@@ -91,7 +96,10 @@ def resolve(argv: Sequence[str]) -> Dict[str, Any]:
 
 
 def same_value(actual: Any, expected: Any) -> bool:
-    """Opt value equal to the file's value (numbers compared as floats)."""
+    """Opt value equal to the file's value (numbers compared as floats; a list as ParlAI's
+    tuple of ``--betas``)."""
+    if isinstance(expected, (list, tuple)) and isinstance(actual, (list, tuple)):
+        return len(actual) == len(expected) and all(map(same_value, actual, expected))
     if isinstance(expected, bool) or isinstance(actual, bool):
         return actual is expected or actual == expected and type(actual) is type(expected)
     if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
@@ -99,9 +107,41 @@ def same_value(actual: Any, expected: Any) -> bool:
     return actual == expected
 
 
+def unnamed_defaults(book: rb.RecipeBook, name: str, stage: str, opt: Dict[str, Any]) -> List[str]:
+    """
+    The optimizer settings a training stage leaves to a default: each key of
+    :func:`~parlai_docgraph.recipes.optimizer_keys` must be on the command line (ParlAI's
+    ``opt["override"]``) and in ``hparams`` with a paper source or ``not stated: <why>``.
+    Also AdamW with no weight decay, which ParlAI does not pass on (torch's 0.01 applies).
+    """
+    run = book.run_of(name)
+    given = set(opt.get("override") or {})
+    stated = {h.key: h for h in book.hparams_of(name, stage)}
+    papers = [p["short"].split()[0] for p in book.papers.values()]
+    problems = []
+    for key in rb.optimizer_keys(opt):
+        where = f"{run.name}.{stage}: {key} = {opt.get(key)!r}"
+        if key not in given:
+            problems.append(f"{where} is inherited from a ParlAI/agent default: name it on the "
+                            f"command line (--{key.replace('_', '-')})")
+        if key not in stated:
+            problems.append(f"{where} is not stated in hparams (the paper's value, or "
+                            f"'{rb.NOT_STATED}<why this value>')")
+        elif not (stated[key].source.startswith(rb.NOT_STATED)
+                  or any(stated[key].source.startswith(p) for p in papers)):
+            problems.append(f"{where}: its source must cite the paper ({', '.join(papers)} ...) "
+                            f"or start with '{rb.NOT_STATED}'")
+    if opt.get("optimizer") == "adamw" and not opt.get("weight_decay"):
+        problems.append(f"{run.name}.{stage}: adamw with --weight-decay {opt.get('weight_decay')} "
+                        "trains with torch's default 0.01 (ParlAI passes only a non-zero value); "
+                        "use --optimizer adam for none")
+    return problems
+
+
 def check_recipe(book: rb.RecipeBook, name: str, datapath: str = rb.DEFAULT_DATAPATH,
                  runs: str = rb.DEFAULT_RUNS) -> List[str]:
-    """Problems of ``name``'s run: unknown options, refused arguments, hparam mismatches."""
+    """Problems of ``name``'s run: unknown options, refused arguments, hparam mismatches,
+    optimizer settings of a training stage left to a default (:func:`unnamed_defaults`)."""
     problems: List[str] = []
     run = book.run_of(name)
     for stage, argv in book.commands(name, datapath, runs):
@@ -110,6 +150,8 @@ def check_recipe(book: rb.RecipeBook, name: str, datapath: str = rb.DEFAULT_DATA
         except rb.RecipeError as err:
             problems.append(f"{run.name}.{stage}: {err}")
             continue
+        if argv[0] == "train_model":
+            problems += unnamed_defaults(book, name, stage, opt)
         for h in book.hparams_of(name, stage):
             expected = rb.fill([h.value], datapath, runs)[0] if isinstance(h.value, str) else h.value
             if h.key not in opt:
@@ -139,7 +181,7 @@ def describe(book: rb.RecipeBook, name: str, datapath: str, runs: str) -> str:
         lines += [f"# {tag}", rb.shell_command(argv)]
     if run.hparams:
         lines.append("# hyper-parameters (opt key = value  [stage] source):")
-        lines += [f"#   {h.key} = {h.value}  [{h.stage}] {h.source}" for h in run.hparams]
+        lines += [f"#   {h.key} = {h.value}  [{h.describe_stage()}] {h.source}" for h in run.hparams]
     columns = {c.label: c for c in table.columns}
     if recipe.reported:
         lines.append("# reported in the paper (report key x scale):")

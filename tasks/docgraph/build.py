@@ -13,11 +13,11 @@ helpers (sha256-checked where the checksum is known), unless downloads are off
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from typing import Dict, Optional
 
+from parlai_docgraph.atomic import sha256_of  # noqa: F401  (re-exported for the readers)
 from parlai_docgraph.env import offline
 
 from parlai_docgraph.tasks.docgraph.errors import MissingDatasetFile
@@ -100,14 +100,6 @@ def downloads_allowed() -> bool:
     False when the environment asks for offline operation (:func:`parlai_docgraph.env.offline`).
     """
     return not offline()
-
-
-def sha256_of(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _download(raw: RawFile, folder: str, fname: str) -> None:

@@ -6,7 +6,8 @@ Reads the official ``main_data`` files from ``<datapath>/holl_e/`` (train
 the way SKT does (see :mod:`.readers.holle`). Messages carry the fields of the WoW
 teachers (:func:`.wow.knowledge_message`): ``text``, ``labels``, ``chosen_topic`` (the
 movie), ``knowledge``, ``title`` (``plot`` / ``review`` / ``comments`` /
-``fact_table`` or ``no_passages_used``), ``checked_sentence``, ``knowledge_passages``,
+``fact_table`` or ``no_passages_used``; with ``--holle-title movie`` the movie name, as
+SKT writes every knowledge line), ``checked_sentence``, ``knowledge_passages``,
 ``checked_sentence_index``, and ``label_candidates``: the response plus
 ``--num-label-candidates`` - 1 responses of other chats of the same file (seeded, in
 every datatype, so ranking models can train). ``:multi`` adds, on the test set only,
@@ -28,7 +29,7 @@ from parlai_docgraph.tasks.docgraph.graphs import GraphAttachMixin
 from parlai_docgraph.tasks.docgraph.build import raw_file
 from parlai_docgraph.tasks.docgraph.candidates import add_candidate_args, example_rng, sample_candidates
 from parlai_docgraph.tasks.docgraph.readers.holle import HolleStats, read_holle, read_multi_reference
-from parlai_docgraph.tasks.docgraph.readers.wow import KnowledgeTurn
+from parlai_docgraph.tasks.docgraph.readers.wow import NO_PASSAGE, KnowledgeTurn
 from parlai_docgraph.tasks.docgraph.wow import TurnCounts, add_knowledge_label_args, episode_messages, log_turn_counts
 
 SPLIT_FILES = {"train": "train_data.json", "valid": "dev_data.json", "test": "test_data.json"}
@@ -50,6 +51,13 @@ class HolleTeacher(GraphAttachMixin, DocgraphDialogTeacher):
         group = parser.add_argument_group("docgraph Holl-E")
         add_knowledge_label_args(group)
         add_candidate_args(group)
+        group.add_argument(
+            "--holle-title", type=str, default="source", choices=["source", "movie"],
+            help="title of the knowledge passages and lines (what a cross-encoder reads in "
+            "front of each candidate and the responder in its prompt): source = plot / "
+            "review / comments / fact_table (the four documents stay apart by name); "
+            "movie = the movie name for every passage, as SKT (Kim et al. 2020), whose "
+            "conversion Li et al. and Zhang & Tan follow")
         return parser
 
     def __init__(self, opt: Opt, shared=None) -> None:
@@ -66,12 +74,13 @@ class HolleTeacher(GraphAttachMixin, DocgraphDialogTeacher):
             self.multi_path = raw_file(opt["datapath"], "holl_e", MULTI_FILE)
         self.id = "holle"
         self.knowledge_only = bool(opt["knowledge_turns_only"])
+        self.title = opt.get("holle_title", "source")
         self.turn_counts = TurnCounts()
         self.stats = HolleStats()
         super().__init__(opt, shared)
 
     def count_options(self) -> tuple:
-        return super().count_options() + (self.knowledge_only,)
+        return super().count_options() + (self.knowledge_only, self.title)
 
     def setup_data(self, datafile: str) -> Iterator[Tuple[Message, bool]]:
         self.stats = HolleStats()  # streaming calls this once per epoch
@@ -88,6 +97,8 @@ class HolleTeacher(GraphAttachMixin, DocgraphDialogTeacher):
         self.turn_counts = counts = TurnCounts()
         for turns in chats:
             for turn in turns:
+                if self.title == "movie":
+                    movie_titles(turn)
                 if self.num_candidates > 1:
                     rng = example_rng(self.candidates_seed, turn.dialogue_id, turn.turn_index)
                     turn.candidate_responses = sample_candidates(
@@ -96,3 +107,11 @@ class HolleTeacher(GraphAttachMixin, DocgraphDialogTeacher):
             yield from episode_messages(turns, self.label_type, self.separator, self.id,
                                         self.knowledge_only, counts)
         log_turn_counts(datafile, counts, self.knowledge_only)
+
+
+def movie_titles(turn: KnowledgeTurn) -> None:
+    """Title every passage of ``turn`` (and its gold) with the movie name, in place
+    (``--holle-title movie``); ``no_passages_used`` stays."""
+    turn.passages = [(turn.chosen_topic, sents) for _, sents in turn.passages]
+    if turn.title != NO_PASSAGE:
+        turn.title = turn.chosen_topic

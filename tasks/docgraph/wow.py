@@ -10,7 +10,9 @@ Messages carry the fields of ParlAI's ``WizardDialogKnowledgeTeacher`` (``text``
 -1 when no knowledge was used). With ``--attach-graphs store|build`` they also carry the
 pool's document graph (``knowledge_graph``, ``knowledge_graph_key``; see :mod:`.graphs`).
 ``--knowledge-turns-only`` keeps the turns whose wizard used knowledge (Li et al. 3.2;
-:func:`episode_messages`, shared with Holl-E).
+:func:`episode_messages`, shared with Holl-E); when it drops an episode's first turn, the
+first message served carries ``first_turn_passages``, the pool of the episode's first turn
+(what Li et al.'s first-turn background is built from, 3.1).
 """
 
 from __future__ import annotations
@@ -150,11 +152,18 @@ class TurnCounts:
     total: int = 0
     kept: int = 0
     in_first_pool: int = 0  # kept turns whose gold sentence is in the episode's first pool
+    added: int = 0  # kept turns that ParlAI's teacher drops (--add-missing-turns none)
 
     def summary(self) -> str:
         return (f"--knowledge-turns-only kept {self.kept} of {self.total} turns (those that "
                 f"use knowledge); {self.in_first_pool} of them have the gold sentence in the "
                 f"episode's first knowledge pool (Li et al.'s first_turn background)")
+
+    def added_summary(self) -> str:
+        return (f"--add-missing-turns kept {self.added} turns (the last Wizard turn of "
+                f"Wizard-first dialogues) that ParlAI's WizardDialogKnowledgeTeacher drops by "
+                f"default (--add-missing-turns none): {self.kept} served here, "
+                f"{self.kept - self.added} there")
 
 
 def uses_knowledge(turn: KnowledgeTurn) -> bool:
@@ -169,17 +178,20 @@ def _in_pool(turn: KnowledgeTurn, passages: Sequence[Tuple[str, Sequence[str]]])
 
 def episode_messages(
     turns: List[KnowledgeTurn], label_type: str, separator: bool, teacher_id: str,
-    knowledge_only: bool, counts: TurnCounts,
+    knowledge_only: bool, counts: TurnCounts, last_is_added: bool = False,
 ) -> Iterator[Tuple[Message, bool]]:
     """
     ``(message, new_episode)`` for one episode's turns; with ``knowledge_only`` the turns
     that use no knowledge are dropped and what they would have added to the history (their
     text, and their response for ``--label-type response``, whose agents keep the label) is
-    prepended to the next kept message's text, newline-separated.
+    prepended to the next kept message's text, newline-separated, and the first kept
+    message of an episode whose first turn was dropped carries ``first_turn_passages``
+    (that turn's pool). ``last_is_added``: the last turn is one ParlAI's teacher drops
+    (counted in ``counts.added`` when kept).
     """
     carry: List[str] = []
     first = True
-    for turn in turns:
+    for n, turn in enumerate(turns):
         msg = knowledge_message(turn, label_type, separator, teacher_id)
         counts.total += 1
         if knowledge_only and not uses_knowledge(turn):
@@ -188,17 +200,23 @@ def episode_messages(
                 carry.append(turn.response)
             continue
         counts.kept += 1
+        counts.added += int(last_is_added and n == len(turns) - 1)
         counts.in_first_pool += int(uses_knowledge(turn) and _in_pool(turn, turns[0].passages))
         if carry:
             msg.force_set("text", "\n".join(carry + [msg["text"]]))
             carry = []
+        if first and n > 0:
+            msg["first_turn_passages"] = [[t, list(ss)] for t, ss in turns[0].passages]
         yield msg, first
         first = False
 
 
-def log_turn_counts(datafile: str, counts: TurnCounts, knowledge_only: bool) -> None:
+def log_turn_counts(datafile: str, counts: TurnCounts, knowledge_only: bool,
+                    add_missing: bool = False) -> None:
     if knowledge_only:
         logging.info(f"{datafile}: {counts.summary()}")
+    if add_missing:
+        logging.info(f"{datafile}: {counts.added_summary()}")
 
 
 class WowTeacher(GraphAttachMixin, DocgraphDialogTeacher):
@@ -223,7 +241,8 @@ class WowTeacher(GraphAttachMixin, DocgraphDialogTeacher):
             default="all",
             help="keep the last Wizard turn of Wizard-first dialogues ('all', default), "
             "or drop it like ParlAI's teacher does by default ('none'), or keep it in "
-            "train only",
+            "train only; each split then has one turn more per Wizard-first dialogue than "
+            "ParlAI's default (the teacher logs how many)",
         )
         return parser
 
@@ -253,9 +272,11 @@ class WowTeacher(GraphAttachMixin, DocgraphDialogTeacher):
         dialogues = read_wow(datafile, self.bad_rows, add_missing_turns=self.add_missing)
         self.turn_counts = counts = TurnCounts()  # streaming calls this once per epoch
         for turns in self.iterate_with_report(dialogues):
+            # a Wizard-first dialogue's last turn is the one ParlAI's default drops
+            added = self.add_missing and turns[0].turn_index == 0
             yield from episode_messages(turns, self.label_type, self.separator, self.id,
-                                        self.knowledge_only, counts)
-        log_turn_counts(datafile, counts, self.knowledge_only)
+                                        self.knowledge_only, counts, last_is_added=added)
+        log_turn_counts(datafile, counts, self.knowledge_only, self.add_missing)
 
 
 class SampleTeacher(WowTeacher):

@@ -29,7 +29,8 @@ Eq. 9) with any Hugging Face causal LM.
 * ROUGE: every generated reply is scored against its references with
   :func:`parlai_docgraph.text_metrics.rouge` (``rouge-score`` F-measures) and reported as
   ``rouge_1``, ``rouge_2``, ``rouge_L``; with several references (Holl-E's
-  ``multi_eval_labels``, or several ``eval_labels``) each figure is the maximum over them.
+  ``multi_eval_labels``, or several ``eval_labels``) all three are those of the reference
+  with the best ROUGE-1 (torchmetrics' ``accumulate="best"``, as Li et al. report).
 * Selected knowledge: a message may carry ``selected_knowledge`` (``{"title", "sentence"}``,
   set by the ``-m docgraph`` pipeline after its selector ran). Loss and ``ppl`` still use
   the gold knowledge (teacher forcing); generation then reads the *selected* sentence.
@@ -136,9 +137,26 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
             "when the tokenizer has one (instruction-tuned models), false: the plain "
             "'knowledge <eos> context <eos>' layout",
         )
+        group.add_argument(
+            "--chat-prompt",
+            type=str,
+            default="system",
+            choices=chat.LAYOUTS,
+            help="with a chat template, where the knowledge goes: 'system' (a system message "
+            "'Knowledge: ...') or 'fact' (the newest user turn reads 'Fact: <knowledge>', the "
+            "turn, then 'Reply in one sentence, using the fact.'; what small instruct models "
+            "follow)",
+        )
         add_adapter_args(parser)
         parser.set_defaults(topk=20, topp=0.95)
         return parser
+
+    @classmethod
+    def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
+        """Model files saved before ``--chat-prompt`` existed used the system layout."""
+        opt = super().upgrade_opt(opt_from_disk)
+        opt.setdefault("chat_prompt", "system")
+        return opt
 
     # ------------------------------------------------------------------ model
     def build_model(self):
@@ -182,7 +200,8 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
         responder = self._responder()
         if self.uses_chat_template():
             return chat.chat_prompt(self.dict.hf_tokenizer, knowledge, turns,
-                                    responder.context_truncate, responder.knowledge_truncate)
+                                    responder.context_truncate, responder.knowledge_truncate,
+                                    self.opt["chat_prompt"])
         return responder.build_prompt(self.dict.txt2vec(knowledge), self.dict.txt2vec(history_string))
 
     def save(self, path: Optional[str] = None) -> None:

@@ -63,10 +63,10 @@ from parlai_docgraph.agents.graph_selector.background import EpisodeBackground
 from parlai_docgraph.agents.graph_selector.batch import GraphProvider, collate_examples, shuffled_order
 from parlai_docgraph.agents.graph_selector.evaluation import concept_metrics, ranking_replies, top_concepts
 from parlai_docgraph.agents.graph_selector.encoder import (
-    GraphSelectorDictionaryAgent, load_encoder, resolve_pooling,
+    GraphSelectorDictionaryAgent, load_encoder, own_text_types, resolve_pooling,
 )
 from parlai_docgraph.agents.graph_selector.inputs import add_format_tokens
-from parlai_docgraph.agents.graph_selector.args import add_selector_args
+from parlai_docgraph.agents.graph_selector.args import SAVED_BEFORE, add_selector_args
 from parlai_docgraph.agents.graph_selector.messages import (
     check_has_candidates, message_passages, multi_reference_gold, passages_or_empty, recent_turns,
 )
@@ -106,11 +106,10 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
 
     @classmethod
     def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
-        """Models saved before ``--encoder-pooling`` pooled the first token."""
+        """Models saved before an option existed keep what they did (:data:`.args.SAVED_BEFORE`)."""
         opt_from_disk = super().upgrade_opt(opt_from_disk)
-        opt_from_disk.setdefault("encoder_pooling", "cls")
-        opt_from_disk.setdefault("node_relevance", False)  # models saved before it existed
-        opt_from_disk.setdefault("own_loss_weight", 0.0)
+        for key, value in SAVED_BEFORE.items():
+            opt_from_disk.setdefault(key, value)
         return opt_from_disk
 
     @staticmethod
@@ -158,7 +157,8 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             embed_cache = str(default_store_root(opt["datapath"]).parent / "embeddings")
         self.graphs = GraphProvider(config, node_encoder, self.tokenizer, store,
                                     memo_size=opt["graph_memo_size"],
-                                    embed_cache=embed_cache, pooling=pooling)
+                                    embed_cache=embed_cache, pooling=pooling,
+                                    own_text=own_text_types(opt))
         dim = encoder.config.hidden_size
         if variant is GraphVariant.MULTILEVEL:
             model = MultiLevelSelector(
@@ -173,6 +173,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                 variant=(GraphVariant.NONE if variant is GraphVariant.PATHS else variant).value,
                 num_negatives=opt["num_negatives"],
                 concept_loss_weight=opt["concept_loss_weight"],
+                concept_loss_mean=opt["concept_loss_mean"],
                 share_layers=opt["share_layers"], dropout=opt["selector_dropout"],
                 context_encoder=encoder, pooling=pooling,
                 relevance=self._uses_relevance(),
@@ -249,7 +250,8 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             # a graph the teacher attached (--attach-graphs) stands for this pool's when its
             # key is the provider's own (same graph options): no store read, no build
             self.graphs.offer(pool, obs.get("knowledge_graph_key"), obs.get("knowledge_graph"))
-            obs["background_passages"] = self.background.observe(pool)
+            obs["background_passages"] = self.background.observe(
+                pool, obs.get("first_turn_passages"))
             grew = before is not None and self.background.previous == before
             obs["background_base"] = before if grew else None
         return obs
@@ -395,8 +397,11 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
 
     def _loss(self, batch, out):
         selector = self.selector
-        label = batch.get("concept_label") if selector.use_concepts else None
-        return selector.loss(out, label)
+        if not selector.use_concepts:
+            return selector.loss(out, None)
+        if self.opt["graph_variant"] == GraphVariant.MULTILEVEL:
+            return selector.loss(out, batch.get("concept_label"))
+        return selector.loss(out, batch.get("concept_label"), batch.get("concept2example"))
 
     def _record_losses(self, batch, out, parts) -> None:
         from parlai_docgraph.models.selector.common import segment_log_softmax
@@ -405,13 +410,15 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         per_example = (-logp[out.gold]).detach().cpu().tolist()
         self.record_local_metric("know_loss", AverageMetric.many(per_example))
         loss_n = float(parts["loss_n"].detach())
+        aux = parts.get("loss_n_examples")  # Li Eq. 7 per example (the per-graph mean)
+        aux = aux.cpu().tolist() if aux is not None else [loss_n] * batch.batchsize
         combine = self.selector.combine
         self.record_local_metric(
-            "loss", AverageMetric.many([combine(v, loss_n) for v in per_example]))
+            "loss", AverageMetric.many([combine(v, n) for v, n in zip(per_example, aux)]))
         if self.selector.use_concepts:
             multilevel = self.opt["graph_variant"] == GraphVariant.MULTILEVEL
             name = "word_loss" if multilevel else "concept_loss"
-            self.record_local_metric(name, AverageMetric.many([loss_n] * batch.batchsize))
+            self.record_local_metric(name, AverageMetric.many(aux))
 
     def train_step(self, batch):
         if batch.batchsize == 0 or batch.get("cand_input_ids") is None:

@@ -11,11 +11,17 @@ from __future__ import annotations
 from parlai.core.params import ParlaiParser
 
 from parlai_docgraph.agents.graph_selector.background import BACKGROUNDS
-from parlai_docgraph.agents.graph_selector.encoder import MINILM, add_pooling_arg
+from parlai_docgraph.agents.graph_selector.encoder import MINILM, add_node_text_arg, add_pooling_arg
 from parlai_docgraph.agents.graph_selector.inputs import add_input_format_args
 from parlai_docgraph.agents.graph_selector.optim import add_learning_rate_args
 from parlai_docgraph.agents.graph_selector.prior import add_prior_args
 from parlai_docgraph.graphs.config import GraphConfig
+
+#: what models saved before an option existed did (the agent's ``upgrade_opt``): the first
+#: token pooled, no node relevance, no own loss, the pooled concept-loss mean, the concept
+#: vectors read in their sentences
+SAVED_BEFORE = {"encoder_pooling": "cls", "node_relevance": False, "own_loss_weight": 0.0,
+                "concept_loss_mean": "batch", "node_text_encoding": "in_sentence"}
 
 
 def add_selector_args(parser: ParlaiParser) -> None:
@@ -57,6 +63,7 @@ def add_selector_args(parser: ParlaiParser) -> None:
         "1-layer 32-dim BERT for fast CPU runs), a local Hugging Face model directory, or "
         "a hub name (needs the hub or its cache)")
     add_pooling_arg(group)
+    add_node_text_arg(group)
     group.add_argument("--selector-hidden", type=int, default=200,
                        help="hidden size of the graph layers and heads (paper: 200)")
     group.add_argument("--selector-layers", type=int, default=2,
@@ -75,6 +82,13 @@ def add_selector_args(parser: ParlaiParser) -> None:
                        "0 = Li et al. Table 7 'Sent. loss' (sentence loss only: the "
                        "concept head stays untrained but concept_map/mrr are still "
                        "reported); the paper gives no value, 1 here")
+    group.add_argument("--concept-loss-mean", type=str, default="graph",
+                       choices=["graph", "batch"],
+                       help="the mean of the concept-node BCE (Li Eq. 7): graph = over the "
+                       "concept nodes of each example's graph, then over the examples (the "
+                       "paper's N is the graph's concept nodes); batch = the batch's summed "
+                       "BCE over all its concept nodes (weights an example by its graph's "
+                       "size; models trained before this option existed)")
     group.add_argument("--selector-dropout", type=float, default=0.0,
                        help="dropout on EGAT attention coefficients")
     group.add_argument("--context-turns", type=int, default=2,
@@ -98,12 +112,14 @@ def add_selector_args(parser: ParlaiParser) -> None:
                        "later runs load instead of encoding)")
     group.add_argument(
         "--node-relevance", type="bool", default=True,
-        help="add each document node's relevance to the last turn (cosine under the frozen "
-        "encoder, mean-pooled, standardised per graph; QA-GNN's node relevance scoring) "
-        "to its initial state through a small MLP trained at --graph-learningrate, so "
-        "the graph carries which concepts and sentences match the turn to the "
-        "candidates (variants full, sentence, coref, homogeneous, multilevel); false = "
-        "Li et al.'s and Zhang & Tan's models exactly (their recipes set it)")
+        help="add each document node's relevance to the last turn to its initial state "
+        "through a small MLP trained at --graph-learningrate: a frozen bi-encoder cosine (the "
+        "turn and the node's text encoded separately by the frozen node encoder, "
+        "mean-pooled), standardised over the example's graph, so the graph carries which "
+        "concepts and sentences match the turn to the candidates (variants full, sentence, "
+        "coref, homogeneous, multilevel). Not QA-GNN's relevance scoring, which runs the LM "
+        "over the concatenated context and node text; neither paper has such a term: false "
+        "= Li et al.'s and Zhang & Tan's models (every paper recipe sets it)")
     add_learning_rate_args(group)
     add_prior_args(group)
     group.add_argument("--shuffle-candidates", type="bool", default=True,

@@ -13,6 +13,12 @@ grows the pool as new passages arrive within the episode (passages are keyed by 
 first version kept) and the graph with ``extend_document_graph``, which equals a rebuild of
 the grown pool. ``message`` (the default) uses each message's own pool.
 
+The episode's first pool is that of its first *turn*, not of its first served message: when
+``--knowledge-turns-only`` drops an episode's first turn (its Wizard used no knowledge), the
+teacher hands that turn's pool along in ``first_turn_passages`` of the first message served,
+and ``first_turn`` / ``per_turn`` start from it (Li et al. 3.1: "the passages retrieved in
+the first turn").
+
 No ParlAI imports.
 """
 
@@ -38,11 +44,17 @@ class EpisodeBackground:
         """Forget the episode (its last message was observed)."""
         self.pool = self.previous = None
 
-    def observe(self, passages: Passages) -> Passages:
-        """The pool of this message's graph (a new list; ``passages`` is not changed)."""
+    def observe(self, passages: Passages, first_turn: Optional[Passages] = None) -> Passages:
+        """The pool of this message's graph (a new list; ``passages`` is not changed);
+        ``first_turn``: the pool of the episode's first turn when this message is the first
+        one served but not that turn (see the module docstring)."""
         if self.mode == "message":
             return [(t, list(s)) for t, s in passages]
         if self.pool is None:
+            if first_turn:
+                self.pool = [(t, list(s)) for t, s in first_turn]
+                self.previous = None
+                return self.observe(passages)
             self.pool = [(t, list(s)) for t, s in passages]
             self.previous = None
             return [(t, list(s)) for t, s in self.pool]

@@ -74,7 +74,8 @@ class GraphProvider:
     per_turn``) is made by ``factory.extend``. Node features are
     :func:`~parlai_docgraph.graphs.embed.embed_graph` vectors from the frozen
     ``node_encoder`` (none for the text-only variants), sentence and passage nodes pooled by
-    ``pooling`` (``cls`` or ``mean``). Both are kept in an in-process
+    ``pooling`` (``cls`` or ``mean``), the node types in ``own_text`` (``--node-text-encoding
+    own_text``) encoded from their own text alone, mean-pooled. Both are kept in an in-process
     :class:`~parlai_docgraph.memo.LRUMemo` of ``memo_size`` pools. A graph a teacher attached
     (``--attach-graphs``: :meth:`offer`) is used instead of a store read or a build when its
     key is this provider's own key for the pool.
@@ -84,10 +85,12 @@ class GraphProvider:
         self, config: GraphConfig, node_encoder: Any, tokenizer: Any,
         store_root: Optional[str] = None, memo_size: int = 256,
         embed_cache: Optional[str] = None, pooling: str = "cls",
+        own_text: Sequence[str] = (),
     ) -> None:
         self.config = config
         self.variant = config.variant.value
         self.pooling = pooling
+        self.own_text = tuple(own_text)
         self.node_encoder, self.tokenizer = node_encoder, tokenizer
         #: the frozen encoder's memoised sentence embeddings (turns for node relevance; the
         #: agent's frozen similarity term shares them)
@@ -175,7 +178,8 @@ class GraphProvider:
             from parlai_docgraph.graphs.embed import embed_graph
 
             emb = embed_graph(graph, self.node_encoder, self.tokenizer,
-                              cache=self.embed_cache, pooling=self.pooling)
+                              cache=self.embed_cache, pooling=self.pooling,
+                              own_text=self.own_text)
             x, unit = emb.vectors, torch.nn.functional.normalize(emb.mean_vectors, dim=-1)
         if self.factory.builder == "multilevel":
             no_passage = int(graph.meta["no_passage_node"])

@@ -7,7 +7,7 @@ resolution (``minilm-l6``, ``tiny``, a local directory, or a hub name; offline-a
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Tuple
 
 from parlai.core.dict import DictionaryAgent
 
@@ -119,3 +119,30 @@ def check_first_token(name: str, tokenizer: Any) -> None:
             f"(cls={tokenizer.cls_token!r}, bos={tokenizer.bos_token!r}); the selector reads "
             "sentence vectors off the first token, so use an encoder checkpoint (BERT, "
             "RoBERTa, MiniLM, ...) whose tokenizer adds it")
+
+
+#: ``--node-text-encoding`` choices (``auto``: the paper of the variant, see :func:`own_text_types`)
+NODE_TEXT_ENCODINGS = ("auto", "in_sentence", "own_text")
+#: node types :func:`~parlai_docgraph.graphs.embed.embed_graph` encodes from their own text
+OWN_TEXT_TYPES = ("topic", "word", "concept", "passage")
+
+
+def add_node_text_arg(group) -> None:
+    """Register ``--node-text-encoding``."""
+    group.add_argument(
+        "--node-text-encoding", type=str, default="auto", choices=list(NODE_TEXT_ENCODINGS),
+        help="initial vectors of the graph's non-sentence nodes (frozen encoder): "
+        "in_sentence = a concept/word node is the mean of its mention's tokens in its "
+        "sentence's encoding, a title (passage/topic node) its text pooled by "
+        "--encoder-pooling (Li et al. 2.1); own_text = each topic, word, concept and "
+        "passage node encodes its own text alone, mean-pooled (Zhang & Tan 3.3 Eq. 1); "
+        "auto = own_text for --graph-variant multilevel, in_sentence otherwise")
+
+
+def own_text_types(opt: Any) -> Tuple[str, ...]:
+    """The node types encoded from their own text under ``--node-text-encoding`` of ``opt``
+    (models saved before the option: ``in_sentence``)."""
+    mode = opt.get("node_text_encoding") or "in_sentence"
+    if mode == "auto":
+        mode = "own_text" if opt.get("graph_variant") == "multilevel" else "in_sentence"
+    return OWN_TEXT_TYPES if mode == "own_text" else ()

@@ -17,7 +17,10 @@ offline, or a local directory) trained in stages (``--gsr-stage``):
 * ``all`` -- retrieval and response losses together (after ``--gsr-pretrain-steps``
   reconstruction-only updates), evaluation retrieves then responds.
 
-Stages chain with ``--init-model``. Messages need the per-turn candidates of the
+Stages chain with ``--init-model``; Park et al.'s multi-stage schedule (3.4) is
+``pretrain``, then ``retrieve``, then ``respond`` with ``--gsr-retriever-model-file`` naming
+the retrieve-stage model, which then retrieves for the responses, frozen (:mod:`.retriever`).
+Messages need the per-turn candidates of the
 ``docgraph:opendialkg`` / ``sample_kg`` / ``komodis`` teachers (``kg_candidates``...);
 without them (``interactive``) candidates are computed from the history and
 ``--gsr-kg-file`` (an OpenDialKG-format triples file). Saving writes ``<model_file>.hf/``
@@ -39,12 +42,10 @@ from parlai.utils import logging
 
 from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
 from parlai_docgraph.agents.gpt2_responder.dictionary import HF_SUFFIX, ResponderDictionaryAgent, saved_hf_dir
+from parlai_docgraph.agents.gsr.args import SAVED_BEFORE, add_gsr_args
 from parlai_docgraph.agents.gsr.evaluation import GSREvalMixin
 from parlai_docgraph.agents.gsr.inputs import GSRInputs, make_linearizer
-from parlai_docgraph.agents.lm_adapters import add_adapter_args, adapt_lm, lm_dtype
-
-STAGES = ("pretrain", "retrieve", "respond", "all")
-CONSTRAINTS = ("none", "hard", "connection", "katz")
+from parlai_docgraph.agents.lm_adapters import adapt_lm, lm_dtype
 
 
 def structural_tokens(opt: Opt) -> List[str]:
@@ -76,69 +77,28 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
     @classmethod
     def add_cmdline_args(cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None) -> ParlaiParser:
         super().add_cmdline_args(parser, partial_opt)
-        g = parser.add_argument_group("docgraph DialogGSR")
-        g.add_argument("--gsr-model", type=str, default="t5-small",
-                       help="seq2seq (T5) or decoder-only causal LM (Llama, Qwen, ...; picked from "
-                       "its config): hub name (cached when offline), local directory, or "
-                       "'tiny' (bundled offline T5 config + tokenizer, seeded random weights)")
-        g.add_argument("--gsr-seed", type=int, default=0,
-                       help="seed of initial weights (sources without weights) and path sampling")
-        g.add_argument("--gsr-stage", type=str, default="all", choices=STAGES,
-                       help="pretrain: KG reconstruction (Eq. 8); retrieve: path generation "
-                       "(Eq. 9); respond: response from [z_G; x] (Eq. 10); all: retrieve+respond")
-        g.add_argument("--gsr-constraint", type=str, default="katz", choices=CONSTRAINTS,
-                       help="decoding of paths (Park Table 5): none (free beam search), hard "
-                       "(trie only), connection (trie + 1-hop connection score), katz (trie + "
-                       "Katz score, Eq. 6)")
-        g.add_argument("--gsr-alpha", type=float, default=0.8,
-                       help="alpha of Eq. 3: weight of log p_LM against log p_graph")
-        g.add_argument("--katz-beta", type=float, default=0.1,
-                       help="beta of the Katz index (Eq. 6): weight beta^k of each k-hop walk "
-                       "between entities; smaller favours short connections (Katz requires "
-                       "beta below 1 / largest adjacency eigenvalue for the full series; here "
-                       "walks stop at --gsr-hops, so any 0 < beta < 1 is finite)")
-        g.add_argument("--gsr-length-penalty", type=float, default=1.0,
-                       help="length penalty of the path-retrieval and response beams (HF generate "
-                       "semantics: beam score = sum log p / length^penalty). Park et al. give "
-                       "the beam size of constrained decoding (b = 5, App. B.1) but no length "
-                       "penalty; 1.0 is HF's default")
-        g.add_argument("--gsr-hops", type=int, default=2, help="K: longest path in hops (Eq. 6)")
-        g.add_argument("--slot-tokens", type=int, default=2,
-                       help="learnable tokens per [Int]/[Rev] slot (appendix A.1)")
-        g.add_argument("--use-special-tokens", type="bool", default=True,
-                       help="linearize with learnable special tokens; false: plain-text markers")
-        g.add_argument("--gsr-pretrain-steps", type=int, default=0,
-                       help="first N updates are KG reconstruction only (special tokens only)")
-        g.add_argument("--gsr-num-beams", type=int, default=5,
-                       help="beams of path retrieval (Park et al. App. B.1: b = 5)")
-        g.add_argument("--gsr-retrieval-steps", type=int, default=2,
-                       help="iterative retrieval: at most N paths, each conditioned on the earlier")
-        g.add_argument("--gsr-eval-knowledge", type=str, default="retrieved",
-                       choices=("retrieved", "gold"),
-                       help="subgraph the response is generated from at evaluation")
-        g.add_argument("--gsr-train-knowledge", type=str, default="gold",
-                       choices=("gold", "retrieved"),
-                       help="subgraph the response trains on (stages respond/all): gold: the "
-                       "turn's gold paths (teacher forcing with gold knowledge); retrieved: the "
-                       "paths the current model retrieves for the turn, as at evaluation "
-                       "(Park et al. 3.4, Eq. 10: the response is conditioned on the subgraph "
-                       "retrieved by GSR; costs one constrained retrieval per training batch)")
-        g.add_argument("--gsr-history-truncate", type=int, default=128,
-                       help="keep the last N dialogue-history tokens")
-        g.add_argument("--gsr-knowledge-truncate", type=int, default=128,
-                       help="keep the first N tokens of the linearized subgraph")
-        g.add_argument("--gsr-kg-file", type=str, default=None,
-                       help="triples file (OpenDialKG format) for messages without candidates, "
-                       "e.g. in interactive mode")
-        add_adapter_args(parser)
-        # interactive: show the retrieved subgraph next to the reply
-        parser.set_defaults(optimizer="adamw", learningrate=1e-3, gradient_clip=1.0,
-                            display_add_fields="retrieved")
+        add_gsr_args(parser)
         return parser
+
+    @classmethod
+    def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
+        """Models saved before an option existed keep what they did then (:data:`.args.SAVED_BEFORE`)."""
+        opt_from_disk = super().upgrade_opt(opt_from_disk)
+        for key, value in SAVED_BEFORE.items():
+            opt_from_disk.setdefault(key, value)
+        return opt_from_disk
 
     def __init__(self, opt: Opt, shared=None) -> None:
         super().__init__(opt, shared)
         o = self.opt
+        if shared is not None:
+            self.retriever = shared.get("gsr_retriever")
+        elif o.get("gsr_retriever_model_file"):
+            from parlai_docgraph.agents.gsr.retriever import load_retriever
+
+            self.retriever = load_retriever(o, self.dict.hf_tokenizer)
+        else:
+            self.retriever = None
         self.stage = o.get("gsr_stage", "all")
         self.linearizer = make_linearizer(
             bool(o.get("use_special_tokens", True)), int(o.get("slot_tokens", 2)), int(o.get("gsr_hops", 2))
@@ -169,6 +129,16 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
 
     def gsr(self):
         return getattr(self.model, "module", self.model)
+
+    def retrieval_agent(self):
+        """The agent whose :meth:`retrieve` gives the subgraphs: the frozen
+        ``--gsr-retriever-model-file`` model, or this one (:mod:`.retriever`)."""
+        return self.retriever if self.retriever is not None else self
+
+    def share(self):
+        shared = super().share()
+        shared["gsr_retriever"] = self.retriever
+        return shared
 
     def save(self, path: Optional[str] = None) -> None:
         super().save(path)
@@ -287,8 +257,8 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
         """
         The paths each example's response loss is conditioned on: its gold paths (at most
         ``steps``, within ``--gsr-hops``), or in training with ``--gsr-train-knowledge
-        retrieved`` the subgraph :meth:`retrieve` returns, decoded without gradient in eval
-        mode (dropout off) as at evaluation. Evaluation losses (``gen_loss``, ``ppl``) always
+        retrieved`` the subgraph the retriever (:meth:`retrieval_agent`) returns, decoded
+        without gradient in eval mode (dropout off) as at evaluation. Evaluation losses (``gen_loss``, ``ppl``) always
         use the gold paths.
         """
         if self.is_training and self.opt["gsr_train_knowledge"] == "retrieved":
@@ -298,7 +268,7 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
             self.model.eval()
             try:
                 with torch.no_grad():
-                    _, got = self.retrieve(infos, [example_kg(info) for info in infos])
+                    _, got = self.retrieval_agent().retrieve(infos, [example_kg(i) for i in infos])
             finally:
                 self.model.train(was_training)
             return got

@@ -9,7 +9,8 @@ Recorded per example (ParlAI averages them):
 * ``path_valid`` -- share of first-step beams whose triples all exist in the KG;
 * ``paths_retrieved`` -- number of paths in the retrieved subgraph (iterative retrieval);
 * ``resp_bleu-1..4`` -- corpus BLEU as Park et al. compute it (NLTK ``corpus_bleu``,
-  whitespace tokens, smoothing method1 with epsilon 1e-12) over everything evaluated:
+  whitespace tokens with their case, smoothing method1 with epsilon 1e-12; lower-cased with
+  ``--gsr-bleu-lowercase``) over everything evaluated:
   :class:`CorpusBleuMetric` carries the additive n-gram counts, so ParlAI's metric sums
   across batches, the epoch and worker processes give the exact corpus figure;
 * ``resp_sbleu-1..4`` -- mean sentence-level BLEU (the former ``resp_bleu``);
@@ -73,14 +74,16 @@ def example_kg(info: dict) -> Optional[KnowledgeGraph]:
     return None
 
 
-def entity_scores(kg: Optional[KnowledgeGraph], info: dict, constraint: str, beta: float, hops: int) -> Dict[str, float]:
-    """Informativeness of the candidate entities: Katz (Eq. 6) or connection (K = 1, beta = 1)."""
+def entity_scores(kg: Optional[KnowledgeGraph], info: dict, constraint: str, beta: float, hops: int,
+                  adjacency: str = "count") -> Dict[str, float]:
+    """Informativeness of the candidate entities: Katz (Eq. 6) or connection (K = 1, beta = 1),
+    over the ``adjacency`` kind (``--katz-adjacency``, :mod:`parlai_docgraph.kg.katz`)."""
     if kg is None or not info["mentioned"]:
         return {}
     among = {h.target for p in info["candidates"] for h in p} | {p[0].source for p in info["candidates"]}
     if constraint == "connection":
-        return katz_scores(kg, info["mentioned"], 1.0, k=1, among=among)
-    return katz_scores(kg, info["mentioned"], beta, k=hops, among=among)
+        return katz_scores(kg, info["mentioned"], 1.0, k=1, among=among, adjacency=adjacency)
+    return katz_scores(kg, info["mentioned"], beta, k=hops, among=among, adjacency=adjacency)
 
 
 class GSREvalMixin:
@@ -108,7 +111,9 @@ class GSREvalMixin:
         beams_n = int(opt["gsr_num_beams"])
         steps = max(int(opt["gsr_retrieval_steps"]), 1)
         hops = self.linearizer.max_hops
-        scores = [entity_scores(kg, info, constraint, float(opt["katz_beta"]), hops) for kg, info in zip(kgs, infos)]
+        adjacency = opt.get("katz_adjacency", "count")
+        scores = [entity_scores(kg, info, constraint, float(opt["katz_beta"]), hops, adjacency)
+                  for kg, info in zip(kgs, infos)]
         indexes = [self.inputs.path_index(info["candidates"]) for info in infos]
         longest = max([len(k) for ix in indexes for k in ix] + [16])
         first: List[Beams] = []
@@ -133,6 +138,7 @@ class GSREvalMixin:
                 num_return=beams_n,
                 max_new_tokens=longest + 2,
                 alpha=float(opt["gsr_alpha"]),
+                lm_norm=opt.get("gsr_lm_norm", "allowed"),
             )
             still = []
             for b, h in zip(active, hyps):
@@ -182,14 +188,15 @@ class GSREvalMixin:
 
     def _response_metrics(self, infos, texts: List[str]) -> None:
         cols: Dict[str, List[Optional[float]]] = {}
+        lower = bool(self.opt.get("gsr_bleu_lowercase", False))
         f1s = []
         corpus: List[Optional[List[int]]] = []
         for info, text in zip(infos, texts):
             refs = info["labels"]
             row: Dict[str, Optional[float]] = {}
-            corpus.append(kgm.bleu_stats(text, refs) if refs else None)
+            corpus.append(kgm.bleu_stats(text, refs, lowercase=lower) if refs else None)
             if refs:
-                row.update({f"resp_s{k}": v for k, v in kgm.bleu(text, refs).items()})
+                row.update({f"resp_s{k}": v for k, v in kgm.bleu(text, refs, lowercase=lower).items()})
                 row.update({f"resp_{k}": v for k, v in rouge(text, refs).items()})
                 row["knowledge_entity_recall"] = kgm.knowledge_entity_recall(text, [path_triples(p) for p in info["gold"]])
                 f1s.append(F1Metric.compute(text, refs))
@@ -218,7 +225,7 @@ class GSREvalMixin:
         need_retrieval = self.stage in ("retrieve", "all") or self.opt.get("gsr_eval_knowledge") == "retrieved"
         got: List[List[Path]] = [[] for _ in infos]
         if need_retrieval:
-            first, got = self.retrieve(infos, kgs)
+            first, got = self.retrieval_agent().retrieve(infos, kgs)
             self._retrieval_metrics(infos, kgs, first, got)
         if self.stage == "retrieve":
             return Output([self.linearizer.linearize(g[:1]) for g in got])

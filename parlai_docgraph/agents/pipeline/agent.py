@@ -112,6 +112,7 @@ class DocgraphAgent(Agent):
         self._dialogue: List[str] = []  # this episode's turns, for retrieval
         self._notes: List[str] = []
         self._told_no_knowledge = False
+        self._told_history_cut = False
         if shared is None and opt.get("documents"):
             self.load_documents(opt["documents"])
 
@@ -237,6 +238,12 @@ class DocgraphAgent(Agent):
                 return self.observation
         resp_obs = self.responder.observe(msg.copy())
         context = resp_obs.get("full_text") if resp_obs is not None else None
+        if self.opt.get("interactive_mode") and resp_obs is not None \
+                and resp_obs.get("context_truncate_rate") and not self._told_history_cut:
+            self._told_history_cut = True
+            self._notes.append(
+                f"the dialogue is longer than the generator reads: it sees the last "
+                f"{self.responder.opt['responder_context_truncate']} tokens of it")
         sel_obs = self.selector.observe(selector_message(msg, context))
         self.observation = Message({
             "episode_done": msg.get("episode_done", False),
@@ -318,6 +325,7 @@ class DocgraphAgent(Agent):
     def reset(self) -> None:
         super().reset()
         self._dialogue = []
+        self._told_history_cut = False
         self.index.last_pool = None
         self.selector.reset()
         self.responder.reset()

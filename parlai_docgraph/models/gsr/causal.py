@@ -57,11 +57,11 @@ class CausalGSRModel(GSRModel):
         return fitted, max_new_tokens if limit is None else max(min(max_new_tokens, limit - width), 1)
 
     def generate_paths(self, sources, tries, entity_scores=None, num_beams=5, num_return=5,
-                       max_new_tokens=64, alpha=0.8, length_penalty=1.0):
+                       max_new_tokens=64, alpha=0.8, length_penalty=1.0, lm_norm="allowed"):
         """:meth:`GSRModel.generate_paths` within the LM's positions (:meth:`fit_prompts`)."""
         sources, max_new_tokens = self.fit_prompts(sources, max_new_tokens)
         return super().generate_paths(sources, tries, entity_scores, num_beams, num_return,
-                                      max_new_tokens, alpha, length_penalty)
+                                      max_new_tokens, alpha, length_penalty, lm_norm)
 
     def generate_text(self, sources, num_beams=1, max_new_tokens=64, min_length=0,
                       length_penalty=1.0):

@@ -203,12 +203,15 @@ class GSRModel(nn.Module):
         max_new_tokens: int = 64,
         alpha: float = 0.8,
         length_penalty: float = 1.0,
+        lm_norm: str = "allowed",
     ) -> List[List[Tuple[List[int], float]]]:
         """
         Top ``num_return`` beams per source as ``(ids without start/pad, score)``.
 
         ``tries`` None: unconstrained beam search; else constrained to ``tries[b]`` with
-        ``log p_graph`` from ``entity_scores[b]`` (None: hard constraint). Beams beyond
+        ``log p_graph`` from ``entity_scores[b]`` (None: hard constraint) and ``log p_LM``
+        renormalised over the allowed tokens or not (``lm_norm``, see
+        :mod:`~parlai_docgraph.kg.constrained`). Beams beyond
         the number of valid paths (beam search's ``-1e9`` stand-in for ``-inf``, length
         normalised) and duplicates are dropped. ``early_stopping=False``: while the first
         tokens (``[Head]``, the start entity) allow fewer continuations than beams, the
@@ -227,7 +230,7 @@ class GSRModel(nn.Module):
             procs.append(
                 GraphConstrainedLogitsProcessor(
                     tries, self.eos_id, num_beams=num_beams, entity_scores=entity_scores, alpha=alpha,
-                    prefix_len=self.start_len(ids.shape[1]),
+                    prefix_len=self.start_len(ids.shape[1]), lm_norm=lm_norm,
                 )
             )
         out = self.lm.generate(

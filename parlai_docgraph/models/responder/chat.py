@@ -5,9 +5,16 @@ An instruction-tuned model (Llama-3-Instruct, Qwen2.5-Instruct, ...) was trained
 tokenizer's chat template, so the responder feeds it knowledge and history through that
 template instead of the plain ``knowledge <eos> context <eos>`` layout:
 
-* a ``system`` message ``"Knowledge: <title: sentence>"`` (the first ``knowledge_truncate``
-  knowledge tokens), folded into the first user message when the template refuses a
-  system role;
+* the knowledge (the first ``knowledge_truncate`` knowledge tokens of
+  ``"<title: sentence>"``), placed as ``--chat-prompt`` says (:data:`LAYOUTS`):
+  ``system``: a system message ``"Knowledge: <knowledge>"``, folded into the first user
+  message when the template refuses a system role; ``fact``: no system message of ours
+  (the template's own default applies), the newest user turn reads
+  ``"Fact: <knowledge>\n<turn>\n<FACT_INSTRUCTION>"`` (:data:`FACT_INSTRUCTION`; without
+  knowledge, ``no_passages_used``, the turn alone). A small instruct model (SmolLM2-135M)
+  follows a fact beside the question far more than one in a system message: knowledge F1
+  of its zero-shot greedy replies on 12 ``docgraph:docqa`` valid questions 0.70 against
+  0.27;
 * the dialogue turns, newest last as ``user``, alternating ``assistant`` / ``user``
   backwards; the oldest turns are dropped until the turns fit ``context_truncate`` tokens
   (the newest turn alone is cut to its last ``context_truncate`` tokens), and a leading
@@ -23,6 +30,10 @@ from __future__ import annotations
 from typing import Any, Dict, List, Sequence
 
 SETTINGS = ("auto", "true", "false")
+#: ``--chat-prompt``: where the knowledge goes (module docstring)
+LAYOUTS = ("system", "fact")
+FACT_INSTRUCTION = "Reply in one sentence, using the fact."
+NO_KNOWLEDGE = "no_passages_used"
 _PROBE = "\u2063reply\u2063"  # a content string no template rewrites
 
 
@@ -61,9 +72,15 @@ def _render(tokenizer: Any, messages: List[Dict[str, str]]) -> List[int]:
 
 
 def chat_prompt(
-    tokenizer: Any, knowledge: str, turns: Sequence[str], context_truncate: int = 128, knowledge_truncate: int = 128
+    tokenizer: Any, knowledge: str, turns: Sequence[str], context_truncate: int = 128,
+    knowledge_truncate: int = 128, layout: str = "system",
 ) -> List[int]:
-    """Prompt ids of ``knowledge`` and the dialogue ``turns`` (oldest first) through the chat template."""
+    """
+    Prompt ids of ``knowledge`` and the dialogue ``turns`` (oldest first) through the chat
+    template, the knowledge placed as ``layout`` (:data:`LAYOUTS`) says.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"--chat-prompt must be one of {LAYOUTS}, got {layout!r}")
 
     def ids(text: str) -> List[int]:
         return tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -90,6 +107,12 @@ def chat_prompt(
     if roles and roles[0] == "assistant":
         kept, roles = kept[1:], roles[1:]
     dialogue = [{"role": r, "content": t} for r, t in zip(roles, kept)]
+    if layout == "fact":
+        if knowledge.strip() and knowledge.strip() != NO_KNOWLEDGE and dialogue:
+            last = dialogue[-1]["content"]
+            dialogue[-1] = {"role": "user",
+                            "content": f"Fact: {knowledge}\n{last}\n{FACT_INSTRUCTION}"}
+        return _render(tokenizer, dialogue)
     system = f"Knowledge: {knowledge}"
     try:
         return _render(tokenizer, [{"role": "system", "content": system}] + dialogue)

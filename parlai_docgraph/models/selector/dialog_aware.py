@@ -46,6 +46,12 @@ class SelectorOutput:
     cand_offset: Tensor
 
 
+#: ``--concept-loss-mean``: ``graph`` = Li Eq. 7, the mean over the concept nodes of each
+#: example's graph (then over examples, as Eq. 6); ``batch`` = the BCE summed over the batch
+#: and divided by all its concept nodes (weights an example by its graph's size)
+CONCEPT_LOSS_MEANS = ("graph", "batch")
+
+
 def concept_labels(graph: DocumentGraph, gold_sentences: Sequence[int]) -> Dict[int, float]:
     """
     Concept node id -> relevance label ``r_n`` (Li 2.2): 1 when any mention of the concept (a
@@ -80,10 +86,18 @@ class DialogAwareSelector(nn.Module):
         \mathcal{L}_c &= -\log \frac{\exp \mathrm{score}(c^+)}
             {\sum_{c \in \{c^+\} \cup C^-} \exp \mathrm{score}(c)} \qquad (6)
 
-        \mathcal{L}_n &= -\frac{1}{N} \sum_n r_n \log \mathrm{score}(n)
-            + (1 - r_n) \log(1 - \mathrm{score}(n)) \qquad (7)
+        \mathcal{L}_n &= -\frac{1}{N} \sum_{n \in G} r_n \log \mathrm{score}(n) \qquad (7)
 
         \mathcal{L} &= \mathcal{L}_c + \beta \mathcal{L}_n \qquad (8)
+
+    Eq. 7 is quoted as printed: :math:`N` is "the total number of concept nodes" of the
+    example's graph :math:`G`, and the text calls the loss "the binary cross entropy loss";
+    this model computes that binary cross entropy, :math:`-(r_n \log \mathrm{score}(n) + (1 -
+    r_n) \log (1 - \mathrm{score}(n)))` (the printed equation shows only the positive
+    term), averaged over each graph's concept nodes and then over the examples
+    (``concept_loss_mean="graph"``, the default); ``"batch"`` divides the batch's summed BCE
+    by all its concept nodes instead, which weights an example by the size of its graph. An
+    example without concept nodes adds 0 to the mean over examples.
 
     One context node per (kept) candidate joins the document graph with an edge to its
     sentence node; ``num_layers`` EGAT layers (:class:`EGATConv`, shared weights when
@@ -97,7 +111,8 @@ class DialogAwareSelector(nn.Module):
 
     With ``relevance`` (``--node-relevance``, :mod:`.relevance`), every document node's
     :math:`h^0` also gets :math:`\mathrm{MLP}_\rho(\rho_v)`, its cosine relevance to the
-    current turn under the frozen encoder (QA-GNN's node relevance; not in Li et al.).
+    current turn under the frozen encoder, standardised per graph (a bi-encoder cosine,
+    after QA-GNN's node relevance, which scores context and node text jointly; not in Li et al.).
 
     Variants (``--graph-variant``): ``full``, ``sentence`` and ``coref`` differ only in the
     graph the builder makes (``sentence`` has no concept nodes, so no concept head);
@@ -125,10 +140,15 @@ class DialogAwareSelector(nn.Module):
         context_encoder: Optional[nn.Module] = None,
         pooling: str = "cls",
         relevance: bool = False,
+        concept_loss_mean: str = "graph",
     ) -> None:
         super().__init__()
         if variant not in VARIANTS:
             raise ValueError(f"variant {variant!r} not in {VARIANTS}")
+        if concept_loss_mean not in CONCEPT_LOSS_MEANS:
+            raise ValueError(f"--concept-loss-mean {concept_loss_mean!r}: choose from "
+                             f"{', '.join(CONCEPT_LOSS_MEANS)}")
+        self.concept_loss_mean = concept_loss_mean
         if concept_loss_weight < 0:
             raise ValueError(f"--concept-loss-weight (beta of Eq. 8) must be >= 0 (0: Li "
                              f"Table 7 'Sent. loss'), got {concept_loss_weight}")
@@ -246,9 +266,16 @@ class DialogAwareSelector(nn.Module):
         return SelectorOutput(scores, keep, c2e, gold_flat, concept_logits, num_examples, offset)
 
     def loss(
-        self, out: SelectorOutput, concept_label: Optional[Tensor] = None
+        self, out: SelectorOutput, concept_label: Optional[Tensor] = None,
+        concept2example: Optional[Tensor] = None,
     ) -> Tuple[Tensor, Dict[str, Tensor]]:
-        """Eq. 8 ``L_c + beta L_n`` (mean over examples / concept nodes) and its parts."""
+        """
+        Eq. 8 ``L_c + beta L_n`` and its parts ``loss_c`` (Eq. 6, mean over examples),
+        ``loss_n`` (Eq. 7, see the class docstring for the mean) and ``loss_n_examples``
+        (``[B]``, each example's Eq. 7 term, detached; with ``concept_loss_mean="batch"`` the
+        batch value for every example). ``concept2example``: ``[M]`` example of each concept
+        logit, needed by the per-graph mean.
+        """
         if out.gold is None:
             raise ValueError("loss needs the forward pass to be given gold")
         loss_c = ranking_loss(out.scores, out.cand2example, out.num_examples, out.gold)
@@ -257,6 +284,21 @@ class DialogAwareSelector(nn.Module):
             concept_label = logits.new_zeros(logits.shape)
         if logits.numel() != concept_label.numel():
             raise ValueError("one concept label per concept_index entry is needed")
-        bce = F.binary_cross_entropy_with_logits(logits, concept_label.float(), reduction="sum")
-        loss_n = bce / max(logits.numel(), 1)
-        return loss_c + self.concept_loss_weight * loss_n, {"loss_c": loss_c, "loss_n": loss_n}
+        bce = F.binary_cross_entropy_with_logits(logits, concept_label.float(), reduction="none")
+        num = out.num_examples
+        if self.concept_loss_mean == "batch" or not self.use_concepts:
+            loss_n = bce.sum() / max(logits.numel(), 1)
+            per_example = loss_n.detach().expand(num)
+        else:
+            c2e = concept2example
+            if c2e is None or c2e.numel() != logits.numel():
+                raise ValueError("the per-graph mean of Eq. 7 needs concept2example (the example "
+                                 "of each concept node)")
+            counts = torch.bincount(c2e, minlength=num).clamp_min(1).to(bce.dtype)
+            # sum_b (1 / N_b) sum_{n in G_b} BCE_n, then / B: each graph's mean, averaged
+            weighted = bce / counts[c2e]
+            loss_n = weighted.sum() / max(num, 1)
+            per_example = torch.zeros(num, dtype=bce.dtype, device=bce.device).index_add_(
+                0, c2e, weighted.detach())
+        return loss_c + self.concept_loss_weight * loss_n, {
+            "loss_c": loss_c, "loss_n": loss_n, "loss_n_examples": per_example}

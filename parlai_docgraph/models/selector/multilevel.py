@@ -32,8 +32,10 @@ class MultiLevelSelector(nn.Module):
     r"""
     Knowledge selection over the multi-level graph (Zhang & Tan 3.3-3.6).
 
-    Node vectors :math:`H`: word and topic nodes, frozen mean-pooled / [CLS] LM states
-    (Eq. 1, computed outside, ``x``); every candidate's segment node takes the trainable
+    Node vectors :math:`H` (computed outside, ``x``): word and topic nodes, the frozen
+    encoder's mean-pooled states of their own text (Eq. 1; ``--node-text-encoding
+    own_text``, the multilevel default; the reference code also keeps the word nodes frozen
+    but fine-tunes the topic node's encoding); every candidate's segment node takes the trainable
     encoder's [CLS] of ``[s_i; x]`` (Eq. 2: the segment contextualised by the dialogue, the
     same pair input as Li's Eq. 1), other segment nodes keep their frozen vector. Then
     :class:`MultiLevelGAT` over the graph made undirected (each edge both ways, once): GAT

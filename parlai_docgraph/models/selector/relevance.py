@@ -1,6 +1,10 @@
 r"""
-Question relevance of graph nodes (after QA-GNN's node relevance scoring, Yasunaga et al.
-2021, the paper the EGAT layer comes from).
+Question relevance of graph nodes: a frozen bi-encoder cosine, standardised per graph.
+
+The idea comes from QA-GNN's node relevance scoring (Yasunaga et al. 2021, the paper the
+EGAT layer comes from), but QA-GNN scores each node with the LM over the *concatenated*
+context and node text (a cross-encoder); here the turn and the node are encoded separately
+by the frozen node encoder and compared by cosine, which costs no LM pass per node.
 
 Each document node :math:`v` gets a scalar relevance to the current dialogue turn :math:`u`
 (the last utterance), read off the frozen node encoder :math:`e` (mean-pooled, unit length,

@@ -1,0 +1,76 @@
+"""
+The reply figures of ``parlai-docgraph reply_eval`` (:mod:`parlai_docgraph.reply_quality`)
+on hand-made replies whose right answers are known, and the script on the zoo stand-in.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from parlai_docgraph.reply_quality import (
+    distinct, knowledge_f1, repeats_phrase, score_reply, summarise, unsupported_words,
+)
+
+KNOWLEDGE = "If you bring the boat back late, you pay for a full extra hour."
+QUESTION = "What happens if I return the boat late?"
+
+
+def test_knowledge_f1_is_parlai_unigram_f1():
+    assert knowledge_f1(KNOWLEDGE, KNOWLEDGE) == 1.0
+    assert knowledge_f1("Nothing alike here.", KNOWLEDGE) == 0.0
+    # "you pay extra hour" against the 12 normalised knowledge tokens: P 4/4, R 4/12
+    assert knowledge_f1("You pay an extra hour.", KNOWLEDGE) == pytest.approx(2 * (4 / 12) / (1 + 4 / 12))
+    assert knowledge_f1("anything", "") == 0.0
+
+
+def test_unsupported_words_compare_stems_and_skip_stop_words():
+    assert unsupported_words("Returning the boat late costs an extra hour.", [KNOWLEDGE, QUESTION]) \
+        == ["costs"]
+    assert unsupported_words("You would pay for a full extra hour.", [KNOWLEDGE]) == []
+    assert unsupported_words("I'm sure you don't pay an extra hour.", [KNOWLEDGE]) == ["sure"]
+    assert unsupported_words("The fee is 20 euros, paid in 2014.", [KNOWLEDGE]) == \
+        ["fee", "20", "euros", "paid", "2014"]
+
+
+def test_repetition_and_distinct():
+    assert repeats_phrase("the old yellow tram goes past the old yellow tram")
+    assert not repeats_phrase("the old yellow tram goes past the old church")
+    assert distinct(["red sky glows", "red sky falls"]) == pytest.approx(3 / 4)
+    assert distinct([""]) == 0.0
+
+
+def test_summary_shares_and_worst():
+    scores = [score_reply(KNOWLEDGE, QUESTION, [], KNOWLEDGE, KNOWLEDGE),
+              score_reply("It costs twenty euros, twenty euros.", QUESTION, [], KNOWLEDGE, KNOWLEDGE,
+                          truncated=True),
+              score_reply("", QUESTION, [], KNOWLEDGE, KNOWLEDGE)]
+    got = summarise(scores)
+    assert got["replies"] == 3
+    assert got["kf1_selected"] == pytest.approx(1 / 3)
+    assert got["unsupported_share"] == pytest.approx(1 / 3)
+    assert got["repeated_share"] == 0.0  # "twenty euros" twice is a bigram, not a trigram
+    assert got["empty_share"] == pytest.approx(1 / 3) and got["truncated_share"] == pytest.approx(1 / 3)
+    assert [w["reply"] for w in got["worst"]] == ["It costs twenty euros, twenty euros."]
+    with pytest.raises(ValueError):
+        summarise([])
+
+
+def test_script_rows_on_the_standin(zoo_datapath, tmp_path):
+    """The script's rows over the zoo stand-in: extract replies are the selected sentence
+    (knowledge F1 1 against it), each row has every figure, the table is made from them."""
+    from parlai_docgraph.scripts.reply_eval import ReplyEval, parse_responders, result_table
+
+    out = tmp_path / "replies.json"
+    got = ReplyEval.main("--datapath", str(zoo_datapath), "--num-questions", "4",
+                         "--out", str(out))
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert set(got) == set(data["systems"]) == {"extract (zoo model)", "generate (zoo model)"}
+    extract = data["systems"]["extract (zoo model)"]
+    assert extract["kf1_selected"] == 1.0 and extract["unsupported_share"] == 0.0
+    assert len(extract["replies_text"]) == data["questions"] == 4
+    assert data["meta"]["commit"] is not None or data["meta"]["command"]
+    assert "| extract (zoo model) | " in result_table(data)
+    with pytest.raises(ValueError, match="label="):
+        parse_responders("no-label-here")
