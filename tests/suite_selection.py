@@ -8,7 +8,8 @@ A test is ``slow`` (left out of the fast loop) when
 * it, a fixture it uses (directly or through other fixtures), or a function of its own
   test module that one of them calls, names one of :data:`SLOW_CALLS` in its source: a
   subprocess (the stock ``parlai`` CLI, a server, a browser, a Ray cluster), a training run
-  (``TrainModel``, the ablate script) or a zoo build. This is read from the source, so a
+  (``TrainModel``, the ablate script), a zoo build or the real pretrained LM (its GGUF
+  conversion and load). This is read from the source, so a
   new test that runs the CLI or trains is slow without anyone listing it.
 
 The fast loop must still import every module of the package: with
@@ -83,6 +84,8 @@ SLOW_CALLS = {
     "Ablate.main(": "trains through the ablate script",
     "sample.download(": "builds the zoo model",
     "build_standin": "builds the zoo stand-in",
+    "gguf.converted_dir(": "converts and loads the real SmolLM2-135M weights",
+    "sync_playwright(": "starts a browser",
 }
 #: modules whose functions are not followed (``conftest.run_cli`` is named above)
 NO_FOLLOW = {"conftest"}
