@@ -3,6 +3,10 @@
 #   make test   bootstraps .venv and runs the test suite (what .ci/run calls)
 #   make test-fast  the fast loop: every test that does not train, build the zoo model or
 #               start a process (-m "not slow"; tests/suite_selection.py), on every core
+#   make docs   the documentation site (docs/, Sphinx + furo + MyST), warnings as errors,
+#               into docs/_build/html
+#   make readme-table   rewrite the README's table of current figures from docs/results/*.json
+#   make screenshots    the browser test, writing the documentation's screenshots
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -29,7 +33,7 @@ PYTEST_WORKERS ?= auto
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadfile
 EDITABLE := $(VENV)/.editable-installed
 
-.PHONY: install dev demo test test-fast clean
+.PHONY: install dev demo test test-fast docs readme-table screenshots clean
 
 $(STAMP): requirements/runtime.txt requirements/test.txt requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -103,5 +107,18 @@ test: dev
 test-fast: dev
 	$(PYTEST) -m "not slow" --require-every-module tests
 
+# The site is built from the source tree; its generated pages (papers, results, layer picture,
+# API stubs) are written into docs/gen/ by docs/_ext/docgraph_docs at each build.
+docs: dev
+	$(BIN)/python -m sphinx -W --keep-going -q -b html -d docs/_build/doctrees docs docs/_build/html
+	@echo "docs/_build/html/index.html"
+
+readme-table: dev
+	PYTHONPATH=docs/_ext $(BIN)/python -m docgraph_docs readme
+
+screenshots: dev
+	DOCGRAPH_SCREENSHOTS=$(CURDIR)/docs/_static/screenshots $(BIN)/pytest -q \
+		tests/test_web_chat.py -k page_in_headless_chromium
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info docs/_build docs/gen

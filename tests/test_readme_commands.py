@@ -1,10 +1,11 @@
 """
 Every ``parlai interactive``, ``parlai self_chat`` and ``parlai-docgraph chat`` command of
-the README's ``bash`` blocks that talks to ``zoo:docgraph/sample/model`` (what a user runs
+the ``bash`` blocks of the README and the documentation pages (``tests/doc_sources.py``)
+that talks to ``zoo:docgraph/sample/model`` (what a user runs
 after ``make demo``), run as written through the CLI (a subprocess per command). The others
 chat with a model their own section trains first (DialogGSR's ``-mf /tmp/gsr/model``, a
 LoRA-tuned local LM): a test checks that each names a model file a ``train_model`` command
-of the README writes; training them is not repeated here.
+of the documentation writes; training them is not repeated here.
 
 Each runs in a temporary folder that holds the files it names (each ``--documents`` file,
 a few sentences of text), with ParlAI's datapath (``PARLAI_DATAPATH``, the README's scheme:
@@ -30,21 +31,21 @@ from typing import List
 import pytest
 
 from conftest import BIN, offline_env, run_cli
+from doc_sources import doc_text
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 PROGRAMS = (("parlai", "interactive"), ("parlai", "self_chat"), ("parlai-docgraph", "chat"))
 QUESTION = "Why did the keepers live without their families?"
 
 
 def readme_commands() -> List[List[str]]:
-    """The commands of :data:`PROGRAMS` in the README's bash blocks (continued lines
-    joined, comments dropped), as argument lists."""
-    text = README.read_text(encoding="utf-8")
+    """The commands of :data:`PROGRAMS` in the documentation's bash blocks (continued lines
+    joined, comments dropped), as argument lists; a command given on two pages once."""
+    text = doc_text()
     commands = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
         for line in block.replace("\\\n", " ").splitlines():
             args = shlex.split(line, comments=True)
-            if tuple(args[:2]) in PROGRAMS:
+            if tuple(args[:2]) in PROGRAMS and args not in commands:
                 commands.append(args)
     return commands
 
@@ -91,11 +92,11 @@ def test_the_readme_has_the_chat_commands():
     # the README's scheme: ParlAI's datapath, as make demo uses it (no --datapath)
     assert not [args for args in COMMANDS if "--datapath" in args or "-dp" in args]
     trained = set(re.findall(r"parlai train_model [^\n`]*?-mf (\S+)",
-                             README.read_text(encoding="utf-8").replace("\\\n", " ")))
+                             doc_text().replace("\\\n", " ")))
     for args in ALL_COMMANDS:
         if args not in COMMANDS:
             model = args[args.index("-mf") + 1]
-            assert model in trained, f"{' '.join(args)}: no README command trains {model}"
+            assert model in trained, f"{' '.join(args)}: no documented command trains {model}"
 
 
 @pytest.mark.parametrize("args", [a for a in COMMANDS if a[:2] == ["parlai", "interactive"]],
