@@ -14,13 +14,15 @@ a few sentences of text), with ParlAI's datapath (``PARLAI_DATAPATH``, the READM
 own zoo lookup). ``interactive`` reads one question and ``[EXIT]`` on stdin. ``chat`` is
 started, one page is requested once its port listens, and it is stopped; its ``--port`` is
 replaced by a free one, the only change to a command, so that runs on one machine do not
-collide.
+collide. The README's Wizard of Wikipedia training and evaluation run on the bundled
+WoW-format sample through ParlAI's own teacher (shortened, tiny models).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 import time
@@ -169,3 +171,33 @@ def test_web_chat_command_as_written(args, zoo_datapath, tmp_path):
         proc.stdout.close()
     assert status == 200
     assert "<html" in page.lower()
+
+
+def test_wizard_of_wikipedia_commands_as_written(tmp_path):
+    """The README's training and evaluation of ``-m docgraph`` on ParlAI's own
+    ``wizard_of_wikipedia`` teacher, as typed, over the bundled WoW-format sample laid out as
+    ParlAI's build leaves the data (``data.json`` included: the teacher reads it for its rare
+    words); only the run is shortened and the models made tiny (no hub), and the datapath
+    given, since ParlAI would otherwise download WoW."""
+    from parlai_docgraph.tasks.docgraph.build import SAMPLE_DATAPATH
+
+    text = doc_text().replace("\\\n", " ")
+    [train] = {line.strip() for line in text.splitlines()
+               if line.startswith("parlai train_model -t wizard_of_wikipedia -m docgraph")}
+    model = train.split("-mf ")[1].split()[0]
+    [evaluate] = {line.strip() for line in text.splitlines()
+                  if line.startswith(f"parlai eval_model -mf {model} -t wizard_of_wikipedia")}
+    wow = tmp_path / "data" / "wizard_of_wikipedia"
+    shutil.copytree(Path(SAMPLE_DATAPATH) / "wizard_of_wikipedia", wow)
+    shutil.copy(wow / "train.json", wow / "data.json")
+    (wow / ".built").write_text("built\n1.0")
+    short = ["--datapath", "data", "--responder-model", "tiny", "--encoder-model", "tiny",
+             "--max-train-steps", "2", "-bs", "2", "--skip-generation", "true",
+             "--validation-max-exs", "4"]
+    done = run_cli(shlex.split(train) + short, tmp_path)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert (tmp_path / model).is_file() and "know_acc" in done.stdout + done.stderr
+    done = run_cli(shlex.split(evaluate) + ["--datapath", "data", "--num-examples", "4",
+                                            "--skip-generation", "true"], tmp_path)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert "know_acc" in done.stdout + done.stderr
