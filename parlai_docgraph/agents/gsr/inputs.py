@@ -11,7 +11,11 @@ With ``z(P)`` the linearization of paths ``P`` (Eq. 2) and ``x`` the dialogue hi
   gold path the target is empty (just ``</s>``): the model learns when to stop;
 * response (Eq. 7, 10): source ``"knowledge: " z(G) " dialogue: " x``, target ``y``.
 
-Every target ends with ``</s>``; path targets are tokenized exactly as the trie
+Sources end with ``</s>``, or, for an instruction-tuned causal LM fed through its chat
+template (``chat=True``; SmolLM2-Instruct, Qwen-Instruct), the retrieval and response
+sources are the user message of a one-turn chat followed by the template's generation
+prompt (:func:`chat_frame`), so the target is the assistant's reply as the model was
+tuned to write one. Every target ends with ``</s>``; path targets are tokenized exactly as the trie
 (:func:`~parlai_docgraph.kg.trie.build_path_trie`) so constrained decoding can reproduce
 them. ``use_special_tokens=False`` (Park Table 5 / 8 ablation) writes the same structure
 with plain-text markers (:class:`PlainLinearizer`) instead of learnable special tokens.
@@ -28,6 +32,23 @@ from parlai_docgraph.kg.path_ids import PathEncoder
 from parlai_docgraph.kg.trie import PathTrie, build_path_trie
 
 MASK = "<extra_id_0>"
+_PROBE = "\u2063body\u2063"  # a content string no template rewrites
+
+
+def chat_frame(tokenizer: Any) -> Tuple[List[int], List[int]]:
+    """
+    Ids the tokenizer's chat template writes before and after the content of one user
+    message, the generation prompt included (SmolLM2: its default system message and
+    ``<|im_start|>user\n`` before, ``<|im_end|>\n<|im_start|>assistant\n`` after).
+    """
+    if not getattr(tokenizer, "chat_template", None):
+        raise ValueError("the tokenizer has no chat template to frame the GSR prompts with")
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": _PROBE}], add_generation_prompt=True, tokenize=False)
+    if text.count(_PROBE) != 1:
+        raise ValueError("the tokenizer's chat template does not write the user message verbatim")
+    return tuple(list(tokenizer(t, add_special_tokens=False)["input_ids"]) if t else []
+                 for t in text.split(_PROBE))
 
 
 class PlainLinearizer(Linearizer):
@@ -70,6 +91,7 @@ class GSRInputs:
         linearizer: Linearizer,
         history_truncate: int = 128,
         knowledge_truncate: int = 128,
+        chat: bool = False,
     ) -> None:
         self.tok = tokenizer
         self.lin = linearizer
@@ -80,6 +102,14 @@ class GSRInputs:
         self._know = self.ids("knowledge:")
         self._dlg = self.ids("dialogue:")
         self.path_encoder = PathEncoder(linearizer, tokenizer)  # caches name token ids
+        self.frame = chat_frame(tokenizer) if chat else None
+
+    def prompt(self, body: List[int]) -> List[int]:
+        """``body </s>``, or ``body`` inside the chat template's user turn (:func:`chat_frame`)."""
+        if self.frame is None:
+            return body + [self.eos]
+        before, after = self.frame
+        return before + body + after
 
     def ids(self, text: str) -> List[int]:
         return list(self.tok(text, add_special_tokens=False)["input_ids"]) if text else []
@@ -93,11 +123,11 @@ class GSRInputs:
 
     def retrieve_source(self, context: Sequence[int], previous: Sequence[Path] = ()) -> List[int]:
         know = self.ids(self.linearize(previous))[: self.knowledge_truncate]
-        return self._ret + know + self._dlg + list(context) + [self.eos]
+        return self.prompt(self._ret + know + self._dlg + list(context))
 
     def respond_source(self, context: Sequence[int], paths: Sequence[Path]) -> List[int]:
         know = self.ids(self.linearize(paths))[: self.knowledge_truncate]
-        return self._know + know + self._dlg + list(context) + [self.eos]
+        return self.prompt(self._know + know + self._dlg + list(context))
 
     def path_target(self, path: Optional[Path]) -> List[int]:
         """``z(path) </s>``; ``None`` -> ``[</s>]`` (stop retrieving)."""

@@ -26,7 +26,8 @@ LABEL_KEYS = ("labels", "eval_labels")
 #: or when given on the command line
 ALWAYS = ("datatype", "datapath", "interactive_mode")
 DECODING = ("inference", "beam_size", "beam_min_length", "beam_length_penalty", "topk", "topp",
-            "temperature", "skip_generation", "beam_block_ngram", "label_truncate")
+            "temperature", "skip_generation", "beam_block_ngram", "label_truncate",
+            "block_earlier_replies")
 WHEN_GIVEN = ("no_cuda", "gpu", "batchsize", "fp16", "graph_cache", "graph_memo_size")
 
 

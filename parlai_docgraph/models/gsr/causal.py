@@ -23,6 +23,10 @@ Prompt and output together never exceed the LM's positions (GPT-2's ``n_position
 ``max_position_embeddings`` of Llama / Qwen; :func:`~.hub.position_limit`): generation
 caps ``max_new_tokens`` at ``limit - prompt`` and training caps ``[s; t]``, the source
 cut from the left when needed (:func:`~.hub.fit_window`).
+
+With LoRA, generation runs with the new tokens' rows merged into the embedding
+(:func:`~parlai_docgraph.models.adapters.token_rows_merged`): peft would otherwise copy the
+whole table at every decoding step.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
+from parlai_docgraph.models.adapters import token_rows_merged
 from parlai_docgraph.models.gsr.model import LABEL_PAD, GSRModel, right_pad
 from parlai_docgraph.models.hub import fit_window, position_limit
 from parlai_docgraph.models.responder.model import left_pad
@@ -60,14 +65,16 @@ class CausalGSRModel(GSRModel):
                        max_new_tokens=64, alpha=0.8, length_penalty=1.0, lm_norm="allowed"):
         """:meth:`GSRModel.generate_paths` within the LM's positions (:meth:`fit_prompts`)."""
         sources, max_new_tokens = self.fit_prompts(sources, max_new_tokens)
-        return super().generate_paths(sources, tries, entity_scores, num_beams, num_return,
-                                      max_new_tokens, alpha, length_penalty, lm_norm)
+        with token_rows_merged(self.lm):
+            return super().generate_paths(sources, tries, entity_scores, num_beams, num_return,
+                                          max_new_tokens, alpha, length_penalty, lm_norm)
 
     def generate_text(self, sources, num_beams=1, max_new_tokens=64, min_length=0,
                       length_penalty=1.0):
         """:meth:`GSRModel.generate_text` within the LM's positions (:meth:`fit_prompts`)."""
         sources, max_new_tokens = self.fit_prompts(sources, max_new_tokens)
-        return super().generate_text(sources, num_beams, max_new_tokens, min_length, length_penalty)
+        with token_rows_merged(self.lm):
+            return super().generate_text(sources, num_beams, max_new_tokens, min_length, length_penalty)
 
     def encode(self, sources: Sequence[Sequence[int]]) -> Tuple[torch.Tensor, torch.Tensor]:
         ids, mask = left_pad([list(s) or [self.eos_id] for s in sources], self.pad_id)

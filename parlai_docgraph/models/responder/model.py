@@ -32,7 +32,7 @@ import contextlib
 import copy
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -230,6 +230,7 @@ class Responder(nn.Module):
     def generate(
         self, prompts: Sequence[Sequence[int]], config: Optional["GenerationConfig"] = None,
         seed: Optional[int] = None, streamer: Optional["BaseStreamer"] = None,
+        earlier: Optional[Sequence[Dict]] = None, earlier_n: int = 0,
     ) -> List[List[Hypothesis]]:
         """
         For each prompt, its hypotheses best first (one for greedy / sampling,
@@ -243,11 +244,15 @@ class Responder(nn.Module):
         ``streamer`` (a batch of one only; e.g. :class:`.streaming.ReplyStreamer`): a
         ``transformers`` streamer that receives the prompt, then each reply token as
         ``generate`` chooses it; with beam search (which ``transformers`` cannot stream) it
-        receives the best hypothesis's tokens at the end.
+        receives the best hypothesis's tokens at the end. ``earlier`` (one table per
+        prompt, :func:`.earlier_replies.blocked_ngrams`) with ``earlier_n`` > 0: no reply
+        completes one of its prompt's blocked ``earlier_n``-grams
+        (:class:`.earlier_replies.EarlierReplyBlock`).
         """
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
         from parlai_docgraph.models.responder.decoding import ReplyBudget, ReplyNgramBlock, generation_config, positions_below
+        from parlai_docgraph.models.responder.earlier_replies import EarlierReplyBlock
 
         config = copy.deepcopy(config or generation_config({}))
         budgets = [self.target_budget(len(p)) for p in prompts]
@@ -269,6 +274,11 @@ class Responder(nn.Module):
             # raw logits give the tokens' log-probabilities; processed scores are kept only
             # for beam search, whose ranking score (sequences_scores) needs them
             output_logits=True, output_scores=beam, return_dict_in_generate=True)
+        processors = [ReplyNgramBlock(block, width)] if block > 0 else []
+        if earlier_n > 0 and earlier is not None and any(earlier):
+            if len(earlier) != len(prompts):
+                raise ValueError(f"{len(earlier)} blocked-n-gram tables for {len(prompts)} prompts")
+            processors.append(EarlierReplyBlock(earlier_n, earlier, width))
         rng = (torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else [])
                if seed is not None else contextlib.nullcontext())
         with rng, positions_below(self.lm, self.max_length):
@@ -276,7 +286,7 @@ class Responder(nn.Module):
                 torch.manual_seed(seed)
             out = self.lm.generate(
                 input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config,
-                logits_processor=LogitsProcessorList([ReplyNgramBlock(block, width)] if block > 0 else []),
+                logits_processor=LogitsProcessorList(processors),
                 stopping_criteria=StoppingCriteriaList([ReplyBudget(budgets, width)]),
                 streamer=None if beam else streamer,
             )
