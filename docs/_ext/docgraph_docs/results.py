@@ -331,7 +331,7 @@ def _stacked_bars(path: Path, labels: List[str], stages: Dict[str, List[float]],
 def _grouped_bars(path: Path, labels: List[str], series: Dict[str, List[float]],
                   ylabel: str, title: str) -> str:
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = plt.subplots(figsize=(8.5, 3.2))
     width = 0.8 / max(1, len(series))
     for i, (name, values) in enumerate(series.items()):
         ax.bar([x + i * width for x in range(len(labels))], values, width, label=name)
@@ -341,7 +341,7 @@ def _grouped_bars(path: Path, labels: List[str], series: Dict[str, List[float]],
     if ylabel:
         ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     return _save(fig, path, title)
 
 
