@@ -1,6 +1,12 @@
 # parlai-docgraph: two commands on a fresh machine.
 #   make demo   bootstraps .venv and runs the main job on the bundled sample, offline
 #   make test   bootstraps .venv and runs the test suite (what .ci/run calls)
+#   make test-fast  the fast loop: every test that does not train, build the zoo model or
+#               start a process (-m "not slow"; tests/suite_selection.py), on every core
+#   make docs   the documentation site (docs/, Sphinx + furo + MyST), warnings as errors,
+#               into docs/_build/html
+#   make readme-table   rewrite the README's table of current figures from docs/results/*.json
+#   make screenshots    the browser test, writing the documentation's screenshots
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -19,7 +25,15 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export PARLAI_DOCGRAPH_OFFLINE := 1
 
-.PHONY: install dev demo test clean
+# The test loops run on every core (pytest-xdist; a test file stays on one worker, so its
+# module fixtures are built once) and against the source tree (editable install): an edit
+# needs no reinstall. Python may cache compiled files (.venv and __pycache__/ are
+# git-ignored): without that every worker re-rewrites pytest's plugins at start-up.
+PYTEST_WORKERS ?= auto
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadfile
+EDITABLE := $(VENV)/.editable-installed
+
+.PHONY: install dev demo test test-fast docs readme-table screenshots clean
 
 $(STAMP): requirements/runtime.txt requirements/test.txt requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -39,15 +53,21 @@ PKG_FILES := setup.py parlai_docgraph_hook.pth README.md \
 
 $(PKG_STAMP): $(STAMP) $(PKG_FILES)
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation --force-reinstall .
+	rm -f $(EDITABLE)
 	touch $(PKG_STAMP)
 
 install: $(PKG_STAMP)
 
 # Editable install for development: editable wheels do not carry the start-up .pth,
-# so it is copied next to them.
-dev: $(STAMP)
+# so it is copied next to them. Redone when setup.py or the hook changes, or after a
+# `make install` replaced it with a copy.
+dev: $(EDITABLE)
+
+$(EDITABLE): $(STAMP) setup.py parlai_docgraph_hook.pth
 	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	cp parlai_docgraph_hook.pth "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
+	rm -f $(PKG_STAMP)
+	touch $(EDITABLE)
 
 # $(call step,TITLE,SUMMARY,COMMAND): COMMAND's whole output (the command first) goes to
 # $(DEMO_LOG); the console shows TITLE, the lines demo_summary's SUMMARY filter keeps and
@@ -91,8 +111,24 @@ demo: install
 	@echo "   then open http://127.0.0.1:8080/"
 	@echo "full log: $(DEMO_LOG)"
 
-test: install
-	$(BIN)/pytest -q tests
+test: dev
+	$(PYTEST) tests
+
+test-fast: dev
+	$(PYTEST) -m "not slow" --require-every-module tests
+
+# The site is built from the source tree; its generated pages (papers, results, layer picture,
+# API stubs) are written into docs/gen/ by docs/_ext/docgraph_docs at each build.
+docs: dev
+	$(BIN)/python -m sphinx -W --keep-going -q -b html -d docs/_build/doctrees docs docs/_build/html
+	@echo "docs/_build/html/index.html"
+
+readme-table: dev
+	PYTHONPATH=docs/_ext $(BIN)/python -m docgraph_docs readme
+
+screenshots: dev
+	DOCGRAPH_SCREENSHOTS=$(CURDIR)/docs/_static/screenshots $(BIN)/pytest -q \
+		tests/test_web_chat.py -k page_in_headless_chromium
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info docs/_build docs/gen

@@ -1,18 +1,24 @@
 """
 Shared fixtures: an offline environment, a temporary datapath, and a runner for the
-stock ``parlai`` / ``parlai-docgraph`` commands in a subprocess.
+stock ``parlai`` / ``parlai-docgraph`` commands in a subprocess. Which tests are ``slow``
+(not in ``make test-fast``) is decided in ``tests/suite_selection.py``; artefacts shared by
+the whole run (also across pytest-xdist workers) are built by ``tests/shared_build.py``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import pytest
+
+import suite_selection
+from shared_build import build_once
 
 BIN = Path(sys.executable).parent
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real"
@@ -40,6 +46,28 @@ def run_cli(
         text=True,
         timeout=timeout,
     )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    suite_selection.add_option(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    suite_selection.register(config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+    suite_selection.mark_slow(items)
+    suite_selection.longest_first(items)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    import parlai_docgraph
+
+    source = Path(parlai_docgraph.__file__).resolve().parent
+    where = "the source tree" if source == Path(__file__).resolve().parents[1] / "parlai_docgraph" \
+        else "an installed copy: rerun make dev (editable) or make install after edits"
+    return f"parlai_docgraph: {source} ({where})"
 
 
 @pytest.fixture(autouse=True)
@@ -103,17 +131,36 @@ def save_tiny_encoder(path: Path) -> str:
 
 @pytest.fixture(scope="session")
 def tiny_encoder(tmp_path_factory) -> str:
-    """A tiny random encoder for fast selector tests (see :func:`save_tiny_encoder`)."""
-    return save_tiny_encoder(tmp_path_factory.mktemp("tiny_bert"))
+    """A tiny random encoder for fast selector tests (see :func:`save_tiny_encoder`),
+    built once per run (``build_once``); read-only."""
+    return str(build_once(tmp_path_factory, "tiny_bert", save_tiny_encoder))
 
 
 @pytest.fixture(scope="session")
 def family_dirs(tmp_path_factory) -> Dict[str, Path]:
     """Tiny random RoBERTa, BERT, GPT-2, T5, Llama and Qwen as local HF directories
-    (``tests/families.py``), built once per session."""
-    from families import make_all
+    (``tests/families.py``), built once per run (``build_once``); read-only."""
+    from families import FAMILIES, make_all
 
-    return make_all(tmp_path_factory.mktemp("families"))
+    root = build_once(tmp_path_factory, "families", make_all)
+    return {family: root / family for family in FAMILIES}
+
+
+@pytest.fixture(scope="session")
+def docgraph_model_file(tiny_encoder, tmp_path_factory) -> str:
+    """A ``-m docgraph`` model file trained for 2 steps (tiny encoder, tiny GPT-2), trained
+    once per run (``build_once``); read-only."""
+    def train(folder: Path) -> None:
+        from parlai.scripts.train_model import TrainModel
+
+        TrainModel.main("-m", "docgraph", "-t", "docgraph:sample", "--datapath",
+                        str(folder / "data"), "-mf", str(folder / "pipe" / "model"),
+                        "--encoder-model", tiny_encoder, "--responder-model", "tiny",
+                        "--selector-hidden", "32", "--type-dim", "8", "--pair-truncate", "64",
+                        "--max-train-steps", "2", "-bs", "2", "-vstep", "2", "-vme", "2",
+                        "--short-final-eval", "true", "--skip-generation", "true")
+
+    return str(build_once(tmp_path_factory, "docgraph_model", train) / "pipe" / "model")
 
 
 #: the bundled WoW-format sample's train file
@@ -174,7 +221,11 @@ def minilm():
 def zoo_datapath(tmp_path_factory) -> Path:
     """A datapath where ``zoo:docgraph/sample/model`` resolves to a quickly trained stand-in
     (``tests/zoo_standin.py``), built once per session; pass it as ``--datapath`` or
-    ``PARLAI_DATAPATH``."""
+    ``PARLAI_DATAPATH``. The stand-in is trained once per run (``build_once``); each
+    worker gets its own copy of the datapath, as the commands write caches into it."""
     from zoo_standin import build_standin
 
-    return build_standin(tmp_path_factory.mktemp("zoo_standin"))
+    shared = build_once(tmp_path_factory, "zoo_standin", build_standin)
+    own = tmp_path_factory.mktemp("zoo_standin") / "data"
+    shutil.copytree(shared / "data", own)
+    return own

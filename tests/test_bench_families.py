@@ -54,7 +54,7 @@ def test_benchmark_module_run_as_main_registers_again_without_clash():
 
 
 def test_every_python_m_command_in_the_docs_names_a_module_that_runs():
-    """Each ``python -m parlai_docgraph.…`` the READMEs give (the benchmark modules moved to
+    """Each ``python -m parlai_docgraph.…`` the documentation and the READMEs give (the benchmark modules moved to
     ``parlai_docgraph/bench/``) resolves and parses its options: ``--help`` exits 0. The one
     study without options, ``gsr_train_knowledge``, is imported and must define ``main``
     without running at import."""
@@ -65,7 +65,9 @@ def test_every_python_m_command_in_the_docs_names_a_module_that_runs():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    docs = [root / "README.md", *root.glob("parlai_docgraph/**/*.md"), *root.glob("tasks/**/*.md")]
+    from doc_sources import doc_files
+
+    docs = [*doc_files(), *root.glob("parlai_docgraph/**/*.md"), *root.glob("tasks/**/*.md")]
     modules = sorted({m for doc in docs for m in re.findall(
         r"python -m (parlai_docgraph\.[a-z_.]*[a-z_])", doc.read_text(encoding="utf-8"))})
     assert "parlai_docgraph.bench.families" in modules and "parlai_docgraph.bench.graph_probe" in modules

@@ -140,7 +140,7 @@ def test_rule_coreference_links_journals_to_the_crew_across_passages(datapath):
 
 #: issue 17's claim, at the default options: only the variant, --label-type chosen_sent and
 #: the encoder (MiniLM, the default) are set; the rest is how long to train and how much to
-#: evaluate. Measured at seed 0 (README, "At the default options"): full 0.700 /
+#: evaluate. Measured at seed 0 (CHANGELOG.md, "At the default options"): full 0.700 /
 #: 0.633, none 0.083 / 0.100 (valid / test, 60 unseen-crew turns each).
 DEFAULTS = {"label_type": "chosen_sent", "encoder_model": "minilm-l6",
             "expedition_eval_dialogues": 30}

@@ -530,3 +530,17 @@ def test_decoding_options_reach_the_beams(datapath, sample_turns, monkeypatch):
     assert (old["katz_adjacency"], old["gsr_lm_norm"]) == ("binary", "vocab")
     assert gsr_agent.SAVED_BEFORE == {"katz_adjacency": "binary", "gsr_lm_norm": "vocab",
                                       "gsr_chat_template": "false"}
+
+
+def test_the_frozen_retriever_refuses_a_wrong_stage_or_a_missing_file(tmp_path):
+    """``--gsr-retriever-model-file`` is read in the response stage only, and a path with no
+    model file there is named in the error (the staged training itself is trained above)."""
+    from parlai_docgraph.agents.gsr.retriever import load_retriever
+
+    opt = {"gsr_retriever_model_file": str(tmp_path / "absent"), "gsr_stage": "all",
+           "datapath": str(tmp_path)}
+    with pytest.raises(ValueError, match=r"is for --gsr-stage respond .*got --gsr-stage all"):
+        load_retriever(opt, None)
+    opt["gsr_stage"] = "respond"
+    with pytest.raises(ValueError, match="absent: no model file there"):
+        load_retriever(opt, None)

@@ -12,7 +12,6 @@ from typing import List
 
 import pytest
 
-from conftest import save_tiny_encoder
 from parlai_docgraph.agents.pipeline.interactive import check_user_text
 from parlai_docgraph.graphs.corpus import read_document, split_sentences
 from parlai_docgraph.graphs.retrieval import DocumentIndex
@@ -94,19 +93,11 @@ def test_empty_and_long_user_turns():
 
 # ------------------------------------------------------------------ model
 @pytest.fixture(scope="module")
-def model_file(tmp_path_factory) -> str:
-    """A ``-m docgraph`` model file trained for 2 steps (tiny encoder, tiny GPT-2)."""
-    from parlai.scripts.train_model import TrainModel
-
-    enc = save_tiny_encoder(tmp_path_factory.mktemp("tiny_bert"))
-    mf = str(tmp_path_factory.mktemp("pipe") / "model")
-    data = tmp_path_factory.mktemp("data")
-    TrainModel.main("-m", "docgraph", "-t", "docgraph:sample", "--datapath", str(data),
-                    "-mf", mf, "--encoder-model", str(enc), "--responder-model", "tiny",
-                    "--selector-hidden", "32", "--type-dim", "8", "--pair-truncate", "64",
-                    "--max-train-steps", "2", "-bs", "2", "-vstep", "2", "-vme", "2",
-                    "--short-final-eval", "true", "--skip-generation", "true")
-    return mf
+def model_file(docgraph_model_file) -> str:
+    """A ``-m docgraph`` model file trained for 2 steps (tiny encoder, tiny GPT-2): conftest's
+    ``docgraph_model_file``, trained once per run (this file, the web chat's and the
+    held-out tests use it)."""
+    return docgraph_model_file
 
 
 def _chat(monkeypatch, capsys, lines: List[str], *args: str) -> str:

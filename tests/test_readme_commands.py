@@ -1,10 +1,11 @@
 """
 Every ``parlai interactive``, ``parlai self_chat`` and ``parlai-docgraph chat`` command of
-the README's ``bash`` blocks that talks to ``zoo:docgraph/sample/model`` (what a user runs
+the ``bash`` blocks of the README and the documentation pages (``tests/doc_sources.py``)
+that talks to ``zoo:docgraph/sample/model`` (what a user runs
 after ``make demo``), run as written through the CLI (a subprocess per command). The others
 chat with a model their own section trains first (DialogGSR's ``-mf /tmp/gsr/model``, a
 LoRA-tuned local LM): a test checks that each names a model file a ``train_model`` command
-of the README writes; training them is not repeated here.
+of the documentation writes; training them is not repeated here.
 
 Each runs in a temporary folder that holds the files it names (each ``--documents`` file,
 a few sentences of text), with ParlAI's datapath (``PARLAI_DATAPATH``, the README's scheme:
@@ -13,13 +14,15 @@ a few sentences of text), with ParlAI's datapath (``PARLAI_DATAPATH``, the READM
 own zoo lookup). ``interactive`` reads one question and ``[EXIT]`` on stdin. ``chat`` is
 started, one page is requested once its port listens, and it is stopped; its ``--port`` is
 replaced by a free one, the only change to a command, so that runs on one machine do not
-collide.
+collide. The README's Wizard of Wikipedia training and evaluation run on the bundled
+WoW-format sample through ParlAI's own teacher (shortened, tiny models).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import socket
 import subprocess
 import time
@@ -30,21 +33,21 @@ from typing import List
 import pytest
 
 from conftest import BIN, offline_env, run_cli
+from doc_sources import doc_text
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 PROGRAMS = (("parlai", "interactive"), ("parlai", "self_chat"), ("parlai-docgraph", "chat"))
 QUESTION = "Why did the keepers live without their families?"
 
 
 def readme_commands() -> List[List[str]]:
-    """The commands of :data:`PROGRAMS` in the README's bash blocks (continued lines
-    joined, comments dropped), as argument lists."""
-    text = README.read_text(encoding="utf-8")
+    """The commands of :data:`PROGRAMS` in the documentation's bash blocks (continued lines
+    joined, comments dropped), as argument lists; a command given on two pages once."""
+    text = doc_text()
     commands = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
         for line in block.replace("\\\n", " ").splitlines():
             args = shlex.split(line, comments=True)
-            if tuple(args[:2]) in PROGRAMS:
+            if tuple(args[:2]) in PROGRAMS and args not in commands:
                 commands.append(args)
     return commands
 
@@ -91,11 +94,11 @@ def test_the_readme_has_the_chat_commands():
     # the README's scheme: ParlAI's datapath, as make demo uses it (no --datapath)
     assert not [args for args in COMMANDS if "--datapath" in args or "-dp" in args]
     trained = set(re.findall(r"parlai train_model [^\n`]*?-mf (\S+)",
-                             README.read_text(encoding="utf-8").replace("\\\n", " ")))
+                             doc_text().replace("\\\n", " ")))
     for args in ALL_COMMANDS:
         if args not in COMMANDS:
             model = args[args.index("-mf") + 1]
-            assert model in trained, f"{' '.join(args)}: no README command trains {model}"
+            assert model in trained, f"{' '.join(args)}: no documented command trains {model}"
 
 
 @pytest.mark.parametrize("args", [a for a in COMMANDS if a[:2] == ["parlai", "interactive"]],
@@ -168,3 +171,33 @@ def test_web_chat_command_as_written(args, zoo_datapath, tmp_path):
         proc.stdout.close()
     assert status == 200
     assert "<html" in page.lower()
+
+
+def test_wizard_of_wikipedia_commands_as_written(tmp_path):
+    """The README's training and evaluation of ``-m docgraph`` on ParlAI's own
+    ``wizard_of_wikipedia`` teacher, as typed, over the bundled WoW-format sample laid out as
+    ParlAI's build leaves the data (``data.json`` included: the teacher reads it for its rare
+    words); only the run is shortened and the models made tiny (no hub), and the datapath
+    given, since ParlAI would otherwise download WoW."""
+    from parlai_docgraph.tasks.docgraph.build import SAMPLE_DATAPATH
+
+    text = doc_text().replace("\\\n", " ")
+    [train] = {line.strip() for line in text.splitlines()
+               if line.startswith("parlai train_model -t wizard_of_wikipedia -m docgraph")}
+    model = train.split("-mf ")[1].split()[0]
+    [evaluate] = {line.strip() for line in text.splitlines()
+                  if line.startswith(f"parlai eval_model -mf {model} -t wizard_of_wikipedia")}
+    wow = tmp_path / "data" / "wizard_of_wikipedia"
+    shutil.copytree(Path(SAMPLE_DATAPATH) / "wizard_of_wikipedia", wow)
+    shutil.copy(wow / "train.json", wow / "data.json")
+    (wow / ".built").write_text("built\n1.0")
+    short = ["--datapath", "data", "--responder-model", "tiny", "--encoder-model", "tiny",
+             "--max-train-steps", "2", "-bs", "2", "--skip-generation", "true",
+             "--validation-max-exs", "4"]
+    done = run_cli(shlex.split(train) + short, tmp_path)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert (tmp_path / model).is_file() and "know_acc" in done.stdout + done.stderr
+    done = run_cli(shlex.split(evaluate) + ["--datapath", "data", "--num-examples", "4",
+                                            "--skip-generation", "true"], tmp_path)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert "know_acc" in done.stdout + done.stderr

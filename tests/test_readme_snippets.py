@@ -1,24 +1,24 @@
-"""README commands and snippets that issue 17 changed, taken from the README as written."""
+"""Commands and snippets of the documentation (README and ``docs/``, ``tests/doc_sources.py``),
+taken as written."""
 
 from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
 from typing import List
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+from doc_sources import doc_text
 
 
 def _blocks(language: str) -> List[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    return re.findall(rf"```{language}\n(.*?)```", doc_text(), re.S)
 
 
 def test_graph_snippet_with_extend_document_graph_runs_as_written():
     """The "Document graphs" snippet: build, round trip, extend by one passage."""
     [snippet] = [b for b in _blocks("python") if "extend_document_graph(g," in b]
     scope: dict = {}
-    exec(compile(snippet, "README.md", "exec"), scope)  # noqa: S102 (our own README)
+    exec(compile(snippet, "docs", "exec"), scope)  # noqa: S102 (our own documentation)
     graph = scope["g"]
     graph.validate()
     assert [n.text for n in graph.nodes_of_type("passage")] == ["Eddystone Lighthouse", "Smeaton"]
@@ -31,7 +31,7 @@ def test_graph_store_snippet_runs_as_written(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for built in (True, False):
         scope: dict = {}
-        exec(compile(snippet, "README.md", "exec"), scope)  # noqa: S102 (our own README)
+        exec(compile(snippet, "docs", "exec"), scope)  # noqa: S102 (our own documentation)
         assert scope["found"].built is built
         assert scope["found"].graph.nodes_of_type("concept")  # the coref graph keeps concepts
     assert (tmp_path / "data" / "docgraph_cache" / "graphs").is_dir()

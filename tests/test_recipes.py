@@ -1,7 +1,7 @@
 """
 Paper recipes (``parlai_docgraph/recipes/recipes.yaml``, ``parlai-docgraph recipes``): one
 recipe per paper table row, every stage resolved through ParlAI's own parser against the
-file's hyper-parameters, the README's generated sections equal to the file, ``run --dry-run``.
+file's hyper-parameters, the documentation's paper pages generated from the file, ``run --dry-run``.
 Nothing is trained, downloaded or loaded.
 """
 
@@ -98,15 +98,33 @@ def test_malformed_file_names_recipe_and_field(tmp_path):
         rb.load().get("li_t7_ful")
 
 
-def test_readme_sections_are_generated_from_the_file(book):
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert {m.group(2) for m in rm.REGION.finditer(text)} == {t.section for t in book.tables.values()}
-    assert rm.update_readme(text, book) == text, "run: parlai-docgraph recipes readme"
-    # the region changes with the file: a figure edited in the book shows up
+def test_paper_pages_are_generated_from_the_file(book):
+    """The documentation's paper pages (``docs/_ext/docgraph_docs/papers.py``, written at
+    build time) hold every table of the file as ``recipes readme`` renders it and every
+    row's recipe as ``recipes show`` prints it; a figure edited in the file shows up."""
+    from doc_sources import doc_text  # noqa: F401  (makes docgraph_docs importable)
+    from docgraph_docs import papers
+
+    pages = papers.pages(book)
+    assert list(pages) == list(book.papers) == ["li2022", "zhang_tan", "park"]
+    for name, table in book.tables.items():
+        assert rm.table_markdown(book, name) in pages[table.paper]
+        for recipe in book.in_table(name):
+            assert rs.describe(book, recipe.name, rb.DEFAULT_DATAPATH, rb.DEFAULT_RUNS) \
+                in pages[table.paper]
+    # the generated regions of a page that embeds them (``recipes readme --readme FILE``)
+    text = "intro\n" + "".join(f"{rm.BEGIN.format(section=s)}\nOLD-TEXT\n{rm.END.format(section=s)}\n"
+                               for s in sorted({t.section for t in book.tables.values()}))
+    current = rm.update_readme(text, book)
+    assert rm.update_readme(current, book) == current and "OLD-TEXT" not in current
+    assert {m.group(2) for m in rm.REGION.finditer(current)} == {t.section for t in book.tables.values()}
+    # the page changes with the file: a figure edited in the book shows up
     tampered = rb.RecipeBook(book.papers, book.tables, dict(book.recipes), book.source)
     r = tampered.recipes["park_t2_komodis_ours"]
     tampered.recipes[r.name] = rb.Recipe(**{**r.__dict__, "reported": {**r.reported, "F1": 99.25}})
-    assert "| 99.25 |" in rm.update_readme(text, tampered)
+    assert "| 99.25 |" in papers.paper_page(tampered, "park")
+    assert "| 99.25 |" in rm.update_readme(current, tampered)
+    assert "| 99.25 |" not in pages["park"]
 
 
 def _main(*args) -> str:

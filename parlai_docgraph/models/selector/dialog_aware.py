@@ -208,7 +208,7 @@ class DialogAwareSelector(nn.Module):
         generator: Optional[torch.Generator] = None,
         relevance: Optional[Tensor] = None,
     ) -> SelectorOutput:
-        """
+        r"""
         Args:
             x, edge_index, node_type, edge_type: the batch's disjoint document graphs
                 (``[N, node_dim]``, ``[2, E]``, ``[N]``, ``[E]``; ids of the schema).
