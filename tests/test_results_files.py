@@ -71,7 +71,7 @@ def test_replies_are_quoted_from_their_result_files(results_page):
 
     figures = ("kf1_gold", "kf1_selected", "unsupported_share", "repeated_share", "empty_share",
                "truncated_share", "distinct_2", "worst", "replies_text")
-    for name, fold, n in (("reply_quality.json", "test", 56), ("reply_quality_valid.json", "valid", 40)):
+    for name, fold, n in (("reply_quality.json", "test", 56), ("reply_quality_valid.json", "valid", 124)):
         data = json.loads((RESULTS / name).read_text(encoding="utf-8"))
         assert data["fold"] == fold and data["questions"] == n
         assert "generate (zoo model)" in data["systems"]
