@@ -41,8 +41,9 @@ from parlai.utils import logging
 from parlai_docgraph.atomic import write_text_atomic
 from parlai_docgraph.agents.base import qualified_name
 from parlai_docgraph.agents.pipeline.interactive import (
-    LOAD_REFUSED, Passages, build_graph, check_user_text, write_turn_graph,
+    LOAD_REFUSED, check_user_text, write_turn_graph,
 )
+from parlai_docgraph.graphs.corpus import Pool as Passages
 from parlai_docgraph.graphs.cache import default_store_root
 from parlai_docgraph.graphs.retrieval import DocumentIndex, retrieval_summary
 from parlai_docgraph.agents.graph_selector.messages import NO_PASSAGE
@@ -136,16 +137,11 @@ class DocgraphAgent(Agent):
         elif not self.documents:
             self._notes.append("no document loaded: replies use no knowledge")
 
-    def turn_graph(self) -> Any:
-        """The document graph the selector scored on the last turn (its provider's memo: no
-        second build); the default semantic graph of the turn's pool for a selector
-        without a graph."""
-        graphs = getattr(self.selector, "graphs", None)
-        observed = getattr(self.selector, "observation", None) or {}
-        pool = observed.get("background_passages")
-        if graphs is not None and graphs.uses_graph and pool:
-            return graphs.get(pool, observed.get("background_base")).graph
-        return build_graph(self.turn_pool)
+    def turn_graph(self) -> Optional[Any]:
+        """The document graph the selector scored on the last turn
+        (:meth:`~.graph_selector.select.SelectMixin.scored_graph`: no second build);
+        ``None`` for a selector that scores no graph (``--graph-variant none``)."""
+        return self.selector.scored_graph()
 
     def _interactive_turn(self, msg: Message) -> Optional[Message]:
         """
@@ -269,8 +265,15 @@ class DocgraphAgent(Agent):
         return reply
 
     def _write_graph(self, reply: Message) -> None:
+        graph = self.turn_graph()
+        if graph is None:
+            note = (f"--show-graph: the selector (--graph-variant "
+                    f"{self.selector.opt['graph_variant']}) scores no graph; none is written")
+            reply["docgraph_note"] = " | ".join(
+                n for n in (reply.get("docgraph_note"), note) if n)
+            return
         raw = self.observation.get("docgraph_raw", {})
-        path = write_turn_graph(self.turn_graph(), self.opt["show_graph"], self.last_selection,
+        path = write_turn_graph(graph, self.opt["show_graph"], self.last_selection,
                                 raw.get("text", ""), reply.get("text", ""))
         reply["graph_file"] = str(path)
 

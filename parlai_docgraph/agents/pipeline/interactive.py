@@ -7,8 +7,7 @@ The user's documents are read and indexed by
 
 * :func:`check_user_text`: empty and over-long user turns; :data:`LOAD_REFUSED`, the answer
   to a ``/load`` message (no chat message opens a file, in a terminal or in the web chat).
-* :func:`write_turn_graph`: the document graph (:mod:`parlai_docgraph.graphs.semantic`) of the
-  last turn as HTML (:mod:`parlai_docgraph.graphs.render`), the selected sentence and the
+* :func:`write_turn_graph`: the document graph the selector scored on the last turn as HTML (:mod:`parlai_docgraph.graphs.render`), the selected sentence and the
   top concepts highlighted, written atomically.
 """
 
@@ -18,7 +17,6 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from parlai_docgraph.atomic import write_text_atomic
-from parlai_docgraph.graphs.corpus import Pool as Passages
 
 #: the note that answers a chat message asking to load a file
 LOAD_REFUSED = ("no chat message opens a file: documents come from --documents when the chat "
@@ -72,10 +70,3 @@ def turn_graph_html(graph: Any, selection: Dict[str, Any], user_text: str, reply
                f"concepts: {', '.join(selection.get('top_concepts') or []) or '-'} | "
                f"reply: {reply}")
     return render_html(graph, selected=chosen, title="docgraph: last turn", caption=caption)
-
-
-def build_graph(passages: Passages) -> Any:
-    """The Li et al. document semantic graph of ``passages`` (dependency parser)."""
-    from parlai_docgraph.graphs.semantic import build_document_graph
-
-    return build_document_graph([(t, list(s)) for t, s in passages])

@@ -271,10 +271,10 @@ class SessionStore:
         if out["text"] and not (generate and streamer.sent):  # extract mode: one piece
             emit({"event": "token", "text": out["text"]})
         selection = agent.last_selection
-        if agent.documents and selection and out["selected_sentence"]:
+        graph = agent.turn_graph() if agent.documents and selection else None
+        if graph is not None and out["selected_sentence"]:
             # the graph the selector scored on this turn's retrieved pool
-            out["graph_html"] = turn_graph_html(agent.turn_graph(), selection, text,
-                                                out["text"])
+            out["graph_html"] = turn_graph_html(graph, selection, text, out["text"])
         emit(out)
 
 
