@@ -26,7 +26,7 @@ def test_shown_graph_is_the_scored_graph(variant, tmp_path):
     from parlai.core.agents import create_agent
     from parlai.core.params import ParlaiParser
 
-    from parlai_docgraph.graphs.cache import GraphStore, default_store_root
+    from parlai_docgraph.graphs.store import GraphStore, default_store_root
     from parlai_docgraph.graphs.factory import GraphFactory
 
     doc = tmp_path / "tide.md"

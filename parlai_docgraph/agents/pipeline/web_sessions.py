@@ -41,8 +41,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from parlai.core.agents import create_agent_from_shared
 
-from parlai_docgraph.agents.graph_selector.messages import NO_PASSAGE
-from parlai_docgraph.agents.pipeline.interactive import turn_graph_html
+from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.graphs.render import turn_graph_html
 from parlai_docgraph.models.responder.streaming import ReplyStreamer
 
 #: the longest document a browser may upload (characters)
@@ -246,7 +246,7 @@ class SessionStore:
               should_stop: Callable[[], bool]) -> None:
         agent = session.agent
         responder = agent.responder
-        generate = agent.opt.get("reply_mode") != "extract"
+        generate = agent.opt["reply_mode"] != "extract"
 
         def on_selection(selection: Dict[str, Any]) -> None:
             if agent.documents and selection["sentence"] != NO_PASSAGE:
