@@ -99,6 +99,35 @@ def sentences(text: str, model: str = RULE_BASED, exclude: Sequence[str] = ()) -
     return [s.text for s in nlp(text).sents]
 
 
+@lru_cache(maxsize=1)
+def english_stop_words() -> frozenset:
+    """spaCy's English stop words (lower case)."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
+
+
+def blank_english() -> Any:
+    """A blank English pipeline: spaCy's tokenizer and nothing else (no model needed)."""
+    import spacy
+
+    return spacy.blank("en")
+
+
+def phrase_matcher(nlp: Any, attr: str = "LOWER") -> Any:
+    """spaCy's ``PhraseMatcher`` over the vocabulary of ``nlp``, matching on ``attr``."""
+    from spacy.matcher import PhraseMatcher
+
+    return PhraseMatcher(nlp.vocab, attr=attr)
+
+
+def longest_spans(spans: Sequence[Any]) -> List[Any]:
+    """Overlapping spans reduced to the longest (spaCy's ``filter_spans``)."""
+    from spacy.util import filter_spans
+
+    return filter_spans(spans)
+
+
 def detect_language(text: str) -> str:
     """The ISO 639-1 code of the language of ``text`` (its first
     :data:`LANGUAGE_SAMPLE_CHARS` characters) by py3langid; ``"en"`` for text too short to

@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Any, Dict, List, Sequence
 
+from parlai_docgraph.nlp import english_stop_words
+
 PHRASE = 3  # a repeated word trigram is a repeated phrase
 #: what normalisation leaves of contractions (the apostrophe becomes a space): not content
 CONTRACTION_PIECES = frozenset(
@@ -37,13 +39,6 @@ def _stemmer() -> Any:
     from nltk.stem.snowball import SnowballStemmer
 
     return SnowballStemmer("english")
-
-
-@lru_cache(maxsize=1)
-def _stop_words() -> frozenset:
-    from spacy.lang.en.stop_words import STOP_WORDS
-
-    return frozenset(STOP_WORDS)
 
 
 def words(text: str) -> List[str]:
@@ -66,7 +61,7 @@ def unsupported_words(reply: str, sources: Sequence[str]) -> List[str]:
     """The reply's content words whose stem none of ``sources`` contains (in reply order)."""
     stem = _stemmer().stem
     known = {stem(w) for s in sources for w in words(s)}
-    stops = _stop_words() | CONTRACTION_PIECES
+    stops = english_stop_words() | CONTRACTION_PIECES
     out: List[str] = []
     for w in words(reply):
         if w not in stops and stem(w) not in known and w not in out:

@@ -49,7 +49,13 @@ TOKENIZER_CLASS = dict(roberta="RobertaTokenizer", bert="BertTokenizer", gpt2="G
 
 def corpus() -> List[str]:
     """The bundled WoW-style sample's strings and the OpenDialKG sample triples."""
-    from parlai_docgraph.scripts.make_tiny_gpt2 import corpus as sample_text
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "make_tiny_gpt2.py"
+    spec = importlib.util.spec_from_file_location("make_tiny_gpt2", path)  # not installed
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    sample_text = tool.corpus
     from parlai_docgraph.tasks.docgraph.build import SAMPLE_DATAPATH
 
     triples = Path(SAMPLE_DATAPATH) / "opendialkg" / "opendialkg_triples.txt"

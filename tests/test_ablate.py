@@ -89,7 +89,7 @@ def test_two_variants_on_synthetic(tiny_encoder, tmp_path, capsys):
 
 
 def test_gsr_rows_are_registered_with_their_own_columns():
-    from parlai_docgraph.agents.gsr.ablations import flat_variants
+    from parlai_docgraph.recipes.gsr_ablations import flat_variants
     from parlai_docgraph.scripts import ablate
 
     for name, options in flat_variants().items():

@@ -12,7 +12,7 @@ import torch
 from modern_lm import make_tiny_lm
 
 from parlai_docgraph.models.responder import chat
-from parlai_docgraph.models.responder.model import TINY_DIR, load_tokenizer
+from parlai_docgraph.models.responder.model import TINY_DIR, load_responder_tokenizer as load_tokenizer
 
 KNOWLEDGE = "Lighthouse: a lighthouse is a tower that emits light"
 TURNS = ["do you like the sea ?", "i love it , the waves are calming", "have you seen a lighthouse ?"]

@@ -10,12 +10,12 @@ from __future__ import annotations
 import pytest
 
 from families import make_tiny_lm
-from parlai_docgraph.models.responder.decoding import generation_config
+from parlai_docgraph.models.decoding import generation_config
 from parlai_docgraph.models.responder.earlier_replies import (
     EarlierReplyBlock, blocked_ngrams, ngrams,
 )
 from parlai_docgraph.models.responder.model import (
-    Responder, load_causal_lm, load_tokenizer, special_ids,
+    Responder, load_causal_lm, load_responder_tokenizer as load_tokenizer, special_ids,
 )
 
 GREEDY = generation_config({"inference": "greedy", "beam_min_length": 16}, max_new_tokens=16)

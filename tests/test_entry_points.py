@@ -52,13 +52,6 @@ def test_gsr_train_knowledge_study_does_nothing_at_import():
     assert callable(gsr_train_knowledge.main)
 
 
-def test_tiny_t5_assets_are_what_the_script_builds():
-    """``make_tiny_t5.py --check``: a fresh build reproduces every shipped file."""
-    from parlai_docgraph.scripts import make_tiny_t5
-
-    assert make_tiny_t5.check() == []
-
-
 def test_long_document_holds_the_given_documents_then_distinct_prose():
     """The ``long_documents`` benchmark's document: the bundled documents first, then prose
     paragraphs of installed libraries' docstrings, each once, up to the size; the same

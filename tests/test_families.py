@@ -28,7 +28,7 @@ LONG = " ".join(["the band played a long concert in the old city hall"] * 30)
 
 
 def _encoder(directory):
-    from parlai_docgraph.agents.graph_selector.encoder import load_encoder
+    from parlai_docgraph.models.encoders import load_encoder
 
     return load_encoder(str(directory))
 
@@ -73,7 +73,7 @@ def test_roberta_inputs_stop_two_short_of_its_position_table(tmp_path):
 
 @pytest.mark.parametrize("family", ("roberta", "bert"))
 def test_selector_inputs_begin_with_cls_and_carry_the_right_token_types(family_dirs, family):
-    from parlai_docgraph.agents.graph_selector.batch import collate_examples
+    from parlai_docgraph.models.selector.collate import collate_examples
 
     encoder, tok = _encoder(family_dirs[family])
     fields = collate_examples(None, [[]], [["first sentence .", "second one ."]], [0],
@@ -106,7 +106,7 @@ def test_encoder_whose_tokenizer_adds_no_cls_is_refused(tmp_path):
 
 # ----------------------------------------------------------------- decoder-only position limits
 def test_gpt2_responder_prompt_and_reply_fit_n_positions(tmp_path):
-    from parlai_docgraph.models.responder.decoding import generation_config
+    from parlai_docgraph.models.decoding import generation_config
     from parlai_docgraph.models.responder.model import Responder, load_causal_lm
 
     directory = make_family("gpt2", tmp_path / "g", positions=48, weights=False)
@@ -131,7 +131,7 @@ def test_gpt2_responder_prompt_and_reply_fit_n_positions(tmp_path):
 def test_causal_gsr_caps_prompt_plus_new_tokens(tmp_path, family):
     """The decoder-only DialogGSR capped neither: GPT-2 ran off its table (IndexError)."""
     from parlai_docgraph.kg.linearize import Linearizer
-    from parlai_docgraph.models.gsr.model import load_lm, load_tokenizer
+    from parlai_docgraph.models.gsr.model import load_lm, load_gsr_tokenizer as load_tokenizer
     from parlai_docgraph.models.gsr.build import build_gsr_model
 
     directory = make_family(family, tmp_path / family, positions=40, weights=False)
@@ -144,7 +144,7 @@ def test_causal_gsr_caps_prompt_plus_new_tokens(tmp_path, family):
         lambda m, a, kw: seen.append(int(kw["attention_mask"].shape[1])), with_kwargs=True)
     body = tok("the band played a long concert", add_special_tokens=False)["input_ids"]
     sources = [(body * 8)[:35] + [tok.eos_token_id], body[:5] + [tok.eos_token_id]]
-    out = model.generate_text(sources, num_beams=2, max_new_tokens=64, min_length=64)
+    out = model.generate_text(sources, num_beams=2, max_new_tokens=64, min_new_tokens=64)
     assert out and max(seen) <= 40
     seen.clear()
     paths = model.generate_paths(sources, None, num_beams=2, num_return=2, max_new_tokens=64)
@@ -159,7 +159,7 @@ def test_causal_gsr_caps_prompt_plus_new_tokens(tmp_path, family):
 # ----------------------------------------------------------------- T5's decoder start
 def test_t5_decoder_starts_from_pad_and_it_is_never_a_label(tmp_path, family_dirs):
     from parlai_docgraph.kg.linearize import Linearizer
-    from parlai_docgraph.models.gsr.model import load_lm, load_tokenizer
+    from parlai_docgraph.models.gsr.model import load_lm, load_gsr_tokenizer as load_tokenizer
     from parlai_docgraph.models.gsr.build import build_gsr_model
 
     lin = Linearizer(slot_tokens=2)

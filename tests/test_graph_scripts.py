@@ -18,13 +18,13 @@ from typing import Dict
 import pytest
 
 from conftest import BIN, offline_env, teacher_acts
-from parlai_docgraph.graphs.cache import GraphStore
+from parlai_docgraph.graphs.store import GraphStore
 from parlai_docgraph.graphs.config import GraphConfig
 from parlai_docgraph.graphs.factory import GraphFactory
 from parlai_docgraph.graphs.render import COLOURS
 from parlai_docgraph.bench import cli as bench
-from parlai_docgraph.scripts.build_graphs import BuildGraphs, parse_datatypes, parse_shard, \
-    store_root
+from parlai_docgraph.graphs.store import default_store_root as store_root
+from parlai_docgraph.scripts.build_graphs import BuildGraphs, parse_datatypes, parse_shard
 from parlai_docgraph.scripts.show_graph import MODEL_FILE_UNSUPPORTED, ShowGraph
 
 TASK = ["-t", "docgraph:sample", "-dt", "valid"]
@@ -274,8 +274,8 @@ def test_selector_reads_the_graphs_build_graphs_wrote(full, pools, tmp_path, mon
     The agent's graph provider loads every pre-built graph: same root, same keys.
     """
     import parlai_docgraph.graphs.semantic as semantic
-    from parlai_docgraph.agents.graph_selector.batch import GraphProvider
-    from parlai_docgraph.graphs.cache import default_store_root
+    from parlai_docgraph.models.selector.provider import GraphProvider
+    from parlai_docgraph.graphs.store import default_store_root
 
     datapath = tmp_path / "dp"
     shutil.copytree(full, datapath)

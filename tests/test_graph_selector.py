@@ -218,7 +218,7 @@ def test_unknown_variant_and_offline_hub_name_fail_clearly(tiny_encoder, datapat
 
     with pytest.raises(ValueError, match="multilevel"):
         GraphConfig("multi-level")
-    from parlai_docgraph.agents.graph_selector.encoder import load_encoder
+    from parlai_docgraph.models.encoders import load_encoder
 
     with pytest.raises(RuntimeError, match="minilm-l6"):
         load_encoder("some-org/not-a-cached-model")
@@ -245,7 +245,7 @@ def test_minilm_smoke(datapath):
 
 
 def test_tiny_encoder_option_is_seeded_and_leaves_the_rng_alone(datapath):
-    from parlai_docgraph.agents.graph_selector.encoder import load_encoder
+    from parlai_docgraph.models.encoders import load_encoder
 
     torch.manual_seed(123)
     want = torch.rand(1)
@@ -340,9 +340,10 @@ def test_selector_trains_on_the_graphs_build_graphs_wrote(tiny_encoder, tmp_path
     """
     from parlai.scripts.train_model import TrainModel
 
-    from parlai_docgraph.graphs.cache import GraphStore
+    from parlai_docgraph.graphs.store import GraphStore
     from parlai_docgraph.graphs.factory import GraphFactory
-    from parlai_docgraph.scripts.build_graphs import BuildGraphs, store_root
+    from parlai_docgraph.graphs.store import default_store_root as store_root
+    from parlai_docgraph.scripts.build_graphs import BuildGraphs
 
     report = BuildGraphs.main("-t", "docgraph:sample", "--datapath", str(datapath),
                               "--progress", "false")

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from parlai_docgraph.graphs import build_document_graph, build_multilevel_graph
-from parlai_docgraph.graphs.cache import GraphStore, graph_key, in_shard
+from parlai_docgraph.graphs.factory import graph_key
+from parlai_docgraph.graphs.store import GraphStore, in_shard
 from parlai_docgraph.graphs.config import GraphConfig
 from parlai_docgraph.graphs.coref import RuleCoref
 from parlai_docgraph.graphs.factory import GraphFactory

@@ -120,7 +120,7 @@ def test_own_text_nodes_are_their_texts_mean_pooled(encoder_and_tokenizer):
 def test_node_text_encoding_option_follows_the_variant():
     """--node-text-encoding auto: Zhang & Tan's own-text encoding for multilevel, Li's
     in-sentence mentions otherwise; models saved before the option keep in_sentence."""
-    from parlai_docgraph.agents.graph_selector.encoder import OWN_TEXT_TYPES, own_text_types
+    from parlai_docgraph.models.encoders import OWN_TEXT_TYPES, own_text_types
 
     assert own_text_types({"node_text_encoding": "auto", "graph_variant": "multilevel"}) == OWN_TEXT_TYPES
     assert own_text_types({"node_text_encoding": "auto", "graph_variant": "full"}) == ()
@@ -187,7 +187,7 @@ def test_disk_cache_recomputes_a_corrupt_entry(encoder_and_tokenizer, tmp_path, 
 def test_selector_graph_provider_uses_the_disk_cache(encoder_and_tokenizer, tmp_path,
                                                      monkeypatch):
     """``--embed-cache``: a second provider (a later run) loads node states from disk."""
-    from parlai_docgraph.agents.graph_selector.batch import GraphProvider
+    from parlai_docgraph.models.selector.provider import GraphProvider
     from parlai_docgraph.graphs.config import GraphConfig
 
     encoder, tokenizer = encoder_and_tokenizer
@@ -211,7 +211,7 @@ def test_mean_pooling_for_encoders_trained_with_it(encoder_and_tokenizer, tmp_pa
     sentence-transformers folder's Pooling config (the installed MiniLM: mean)."""
     import json
 
-    from parlai_docgraph.agents.graph_selector.encoder import resolve_encoder
+    from parlai_docgraph.models.encoders import resolve_encoder
     from parlai_docgraph.graphs.embed import encoder_pooling
 
     encoder, tokenizer = encoder_and_tokenizer

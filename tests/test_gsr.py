@@ -17,13 +17,13 @@ import torch
 
 from conftest import run_cli, teacher_acts
 
-from parlai_docgraph.agents.gsr.inputs import GSRInputs, PlainLinearizer, make_linearizer
+from parlai_docgraph.models.gsr.inputs import GSRInputs, PlainLinearizer, make_linearizer
 from parlai_docgraph.kg import fields as kg_fields
 from parlai_docgraph.kg import metrics as kgm
 from parlai_docgraph.kg.linearize import Linearizer
 from parlai_docgraph.kg.subgraph import Hop
 from parlai_docgraph.models.gsr.model import (
-    LABEL_PAD, TINY_DIR, GSRModel, GSRUnavailable, load_seq2seq, load_tokenizer,
+    LABEL_PAD, TINY_DIR, GSRModel, GSRUnavailable, load_seq2seq, load_gsr_tokenizer as load_tokenizer,
 )
 
 SLOTS = 2
@@ -64,7 +64,7 @@ def test_tiny_t5_assets_small_reproducible_and_hold_the_tokens():
     size = sum(os.path.getsize(os.path.join(TINY_DIR, f)) for f in os.listdir(TINY_DIR))
     assert size < 2_000_000
     out = subprocess.run(
-        [sys.executable, "parlai_docgraph/scripts/make_tiny_t5.py", "--check"],
+        [sys.executable, "tools/make_tiny_t5.py", "--check"],
         capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(__file__)),
     )
     assert out.returncode == 0, out.stderr
@@ -358,7 +358,7 @@ def test_pretrain_stage_through_parlai_moves_only_special_rows(tmp_path, datapat
 def test_ablation_option_sets_parse():
     from parlai.core.params import ParlaiParser
 
-    from parlai_docgraph.agents.gsr.ablations import ABLATIONS, PAPER_TABLE5, cli_args
+    from parlai_docgraph.recipes.gsr_ablations import ABLATIONS, PAPER_TABLE5, cli_args
 
     assert set(ABLATIONS) == set(PAPER_TABLE5)
     for name, variant in ABLATIONS.items():

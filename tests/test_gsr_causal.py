@@ -18,11 +18,11 @@ from conftest import run_cli, teacher_acts
 from modern_lm import make_tiny_lm
 
 from parlai_docgraph.agents.gsr.evaluation import entity_scores
-from parlai_docgraph.agents.gsr.inputs import GSRInputs
+from parlai_docgraph.models.gsr.inputs import GSRInputs
 from parlai_docgraph.kg import fields as kg_fields
 from parlai_docgraph.kg.linearize import Linearizer
 from parlai_docgraph.kg.subgraph import Hop
-from parlai_docgraph.models.gsr.model import LABEL_PAD, load_lm, load_tokenizer
+from parlai_docgraph.models.gsr.model import LABEL_PAD, load_lm, load_gsr_tokenizer as load_tokenizer
 from parlai_docgraph.models.gsr.build import build_gsr_model
 from parlai_docgraph.models.gsr.causal import CausalGSRModel
 

@@ -16,13 +16,13 @@ import torch
 from conftest import teacher_acts
 
 from parlai_docgraph.agents.gsr.evaluation import entity_scores
-from parlai_docgraph.agents.gsr.inputs import GSRInputs
+from parlai_docgraph.models.gsr.inputs import GSRInputs
 from parlai_docgraph.kg import fields as kg_fields
 from parlai_docgraph.kg.linearize import Linearizer
 from parlai_docgraph.models import gguf
 from parlai_docgraph.models.adapters import LoraSettings, apply_lora
 from parlai_docgraph.models.gsr.build import build_gsr_model
-from parlai_docgraph.models.gsr.model import MASK_TOKEN, load_lm, load_tokenizer
+from parlai_docgraph.models.gsr.model import MASK_TOKEN, load_lm, load_gsr_tokenizer as load_tokenizer
 from parlai_docgraph.models.responder import chat
 
 NAME = "smollm2-135m-instruct"

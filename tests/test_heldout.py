@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from parlai_docgraph.scripts.heldout import HeldoutEval, accuracy, cosine_ranker
+from parlai_docgraph.scripts.heldout_eval import HeldoutEval, accuracy, cosine_ranker
 from parlai_docgraph.tasks.docgraph.docqa import DOCQA, HELDOUT, VALID_DOCUMENTS, load_questions
 from test_interactive import model_file  # noqa: F401  (a fixture: 2-step -m docgraph model)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import real_file, teacher_acts
-from parlai_docgraph.tasks.docgraph.errors import BadRows, DatasetFormatError, MissingDatasetFile
+from parlai_docgraph.dataset_errors import BadRows, DatasetFormatError, MissingDatasetFile
 from parlai_docgraph.tasks.docgraph.readers.holle import (
     HolleStats,
     build_pool,

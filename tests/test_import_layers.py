@@ -8,6 +8,10 @@ as they install, ``parlai_docgraph.tasks`` / ``parlai_docgraph.zoo``) is parsed 
 (relative ones resolved), and ``importlib.import_module("<literal>")``. Imports under
 ``if TYPE_CHECKING:`` are left out (they never run). A cycle in that graph fails the
 test with the modules of the cycle, in import order.
+
+Beside the cycles and the layers (:data:`LAYERS`): every module under ``agents/`` imports
+ParlAI (ParlAI glue only; a module that re-exports agent classes aside), and no module has
+more than :data:`MAX_LINES` lines.
 """
 
 from __future__ import annotations
@@ -165,12 +169,12 @@ def test_the_package_has_no_import_cycle() -> None:
     assert not gone, f"no longer cyclic, remove from KNOWN_CYCLES: {sorted(map(sorted, gone))}"
 
 
-#: The layers of the package, lowest first (README, "Architecture"): a module imports its
+#: The layers of the package, lowest first (docs/architecture.md): a module imports its
 #: own layer or lower ones, never a higher one. Keyed by the first name under
 #: ``parlai_docgraph``; the package's ``__init__`` is ``""``.
 LAYERS = (
     ("", "_hook", "compat", "env", "atomic", "memo", "nlp", "text_metrics", "metrics", "assets",
-     "reply_quality"),
+     "reply_quality", "jsonio", "dataset_errors"),
     ("graphs", "kg", "recipes"),
     ("models",),
     ("tasks", "agents"),
@@ -243,3 +247,83 @@ def test_models_import_no_parlai() -> None:
     code = ("import sys, parlai_docgraph.models; "
             "sys.exit(any(m == 'parlai' or m.startswith('parlai.') for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+
+
+# ------------------------------------------------------------------ agents are ParlAI glue
+
+
+def imports_parlai(path: Path) -> bool:
+    """Whether a module imports ParlAI (``parlai`` or ``parlai.*``, at any level)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        names: List[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        if any(n == "parlai" or n.startswith("parlai.") for n in names):
+            return True
+    return False
+
+
+def is_reexport(path: Path) -> bool:
+    """A module that only re-exports other agent modules (a docstring and ``__all__``
+    aside): a package's ``__init__`` or ``agents.py``, where ParlAI looks an agent class up."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for i, node in enumerate(tree.body):
+        if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, ast.ImportFrom) and (
+                node.level > 0 or (node.module or "").startswith("parlai_docgraph.agents")):
+            continue
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "__all__"):
+            continue
+        return False
+    return True
+
+
+def not_glue(files: Dict[str, Path]) -> List[str]:
+    """Modules under ``parlai_docgraph.agents`` that import no ParlAI and are no re-export:
+    their home is a lower layer (``graphs``, ``kg``, ``models``)."""
+    return sorted(m for m, p in files.items()
+                  if m.startswith("parlai_docgraph.agents.") or m == "parlai_docgraph.agents"
+                  if not imports_parlai(p) and not is_reexport(p))
+
+
+def test_agents_hold_only_parlai_glue() -> None:
+    bad = not_glue(module_files())
+    assert not bad, "modules under agents/ that import no ParlAI (move them down):\n" + \
+        "\n".join(bad)
+
+
+def test_glue_checker_flags_a_module_without_parlai(tmp_path: Path) -> None:
+    files = _write(tmp_path, {
+        "parlai_docgraph.agents.x.agent": "def f():\n    from parlai.core.opt import Opt\n",
+        "parlai_docgraph.agents.x": '"""doc"""\nfrom .agent import f\n__all__ = ["f"]\n',
+        "parlai_docgraph.agents.x.pure": "import torch\nfrom parlai_docgraph import memo\n",
+    })
+    assert not_glue(files) == ["parlai_docgraph.agents.x.pure"]
+
+
+# ------------------------------------------------------------------ module size
+
+#: the most lines a module of the package may have (one concept per module)
+MAX_LINES = 400
+
+
+def long_modules(files: Dict[str, Path]) -> List[str]:
+    """``"module: N lines"`` for every module over :data:`MAX_LINES`."""
+    counts = {m: len(p.read_text(encoding="utf-8").splitlines()) for m, p in files.items()}
+    return sorted(f"{m}: {n} lines" for m, n in counts.items() if n > MAX_LINES)
+
+
+def test_no_module_is_over_400_lines() -> None:
+    long = long_modules(module_files())
+    assert not long, f"modules over {MAX_LINES} lines (split them):\n" + "\n".join(long)
+
+
+def test_size_checker_flags_a_long_module(tmp_path: Path) -> None:
+    files = _write(tmp_path, {"pkg.short": "x = 1\n" * MAX_LINES,
+                              "pkg.long": "x = 1\n" * (MAX_LINES + 1)})
+    assert long_modules(files) == [f"pkg.long: {MAX_LINES + 1} lines"]

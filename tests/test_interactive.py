@@ -12,7 +12,7 @@ from typing import List
 
 import pytest
 
-from parlai_docgraph.agents.pipeline.interactive import check_user_text
+from parlai_docgraph.agents.pipeline.messages import check_user_text
 from parlai_docgraph.graphs.corpus import read_document, split_sentences
 from parlai_docgraph.graphs.retrieval import DocumentIndex
 

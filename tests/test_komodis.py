@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import teacher_acts
-from parlai_docgraph.tasks.docgraph.errors import BadRows, DatasetFormatError, MissingDatasetFile
+from parlai_docgraph.dataset_errors import BadRows, DatasetFormatError, MissingDatasetFile
 from parlai_docgraph.tasks.docgraph.readers import komodis_split as reader
 from parlai_docgraph.tasks.docgraph.readers.komodis import (
     clean_utterance,
@@ -220,7 +220,7 @@ def test_shipped_split_preferred_when_sha_matches(komodis_datapath, tmp_path):
 
 def test_make_split_script_matches_teacher(komodis_datapath, tmp_path):
     out = tmp_path / "komodis_split.json"
-    script = ROOT / "tasks" / "docgraph" / "splits" / "make_komodis_split.py"
+    script = ROOT / "tools" / "make_komodis_split.py"
     dataset = komodis_datapath / "komodis" / "dataset.json"
     res = subprocess.run(
         [sys.executable, str(script), str(dataset), str(out)], capture_output=True, text=True

@@ -21,7 +21,7 @@ from modern_lm import make_tiny_lm
 from parlai_docgraph.kg.linearize import Linearizer
 from parlai_docgraph.models import adapters
 from parlai_docgraph.models.adapters import LoraSettings, apply_lora, is_adapted
-from parlai_docgraph.models.gsr.model import load_lm, load_tokenizer
+from parlai_docgraph.models.gsr.model import load_lm, load_gsr_tokenizer as load_tokenizer
 from parlai_docgraph.models.gsr.build import build_gsr_model
 
 

@@ -21,7 +21,7 @@ from conftest import real_file, teacher_acts
 from parlai_docgraph.kg.fields import load_kg
 from parlai_docgraph.kg.store import KnowledgeGraph
 from parlai_docgraph.tasks.docgraph.build import SAMPLE_DATAPATH
-from parlai_docgraph.tasks.docgraph.errors import BadRows, DatasetFormatError, MissingDatasetFile
+from parlai_docgraph.dataset_errors import BadRows, DatasetFormatError, MissingDatasetFile
 from parlai_docgraph.tasks.docgraph.readers import opendialkg as odkg
 from parlai_docgraph.tasks.docgraph.readers import opendialkg_split as odkg_split
 
@@ -226,7 +226,7 @@ def test_shipped_split_is_dialoggsrs():
     assert sets["train"] | sets["valid"] | sets["test"] == set(range(13802))
     assert sets == _dialoggsr_reference(13802)
     assert all(shipped[k] == sorted(shipped[k]) for k in sets)
-    script = _load_script(REPO_TASKS / "splits" / "make_opendialkg_split.py")
+    script = _load_script(REPO_TASKS.parent.parent / "tools" / "make_opendialkg_split.py")
     assert script.render() == (TASKS / "splits" / "opendialkg_split.json").read_text()
     split, note = odkg_split.split_rows(13802)
     assert note is None and split == {k: shipped[k] for k in sets}
@@ -286,7 +286,7 @@ def sample_data():
 
 
 def test_sample_generator_is_in_sync():
-    gen = _load_script(REPO_TASKS / "sample_data" / "make_sample_kg.py")
+    gen = _load_script(REPO_TASKS.parent.parent / "tools" / "make_sample_kg.py")
     csv_text, kg_text = gen.build()
     assert gen.verify(csv_text, kg_text) == []
     assert (SAMPLE / "opendialkg.csv").read_text("utf-8") == csv_text

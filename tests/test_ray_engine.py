@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import BIN, offline_env
-from parlai_docgraph.graphs.cache import GraphStore
-from parlai_docgraph.scripts.build_graphs import BuildGraphs, store_root
+from parlai_docgraph.graphs.store import GraphStore
+from parlai_docgraph.graphs.store import default_store_root as store_root
+from parlai_docgraph.scripts.build_graphs import BuildGraphs
 
 ray = pytest.importorskip("ray")
 TASK = ["-t", "docgraph:sample", "-dt", "valid", "--progress", "false"]

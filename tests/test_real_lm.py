@@ -14,8 +14,8 @@ import torch
 
 from parlai_docgraph.models import gguf, hub
 from parlai_docgraph.models.responder import chat
-from parlai_docgraph.models.responder.decoding import generation_config
-from parlai_docgraph.models.responder.model import OPTION, Responder, load_causal_lm, load_tokenizer
+from parlai_docgraph.models.decoding import generation_config
+from parlai_docgraph.models.responder.model import OPTION, Responder, load_causal_lm, load_responder_tokenizer as load_tokenizer
 
 NAME = "smollm2-135m-instruct"
 

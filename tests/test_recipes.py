@@ -188,9 +188,9 @@ def test_reported_figures_are_the_papers(book):
 
 
 def test_park_table5_recipes_match_the_named_ablations(book):
-    """The paper-scale Table 5 recipes and ``agents/gsr/ablations.py`` (what ``ablate`` runs)
+    """The paper-scale Table 5 recipes and ``recipes/gsr_ablations.py`` (what ``ablate`` runs)
     name the same rows with the same decoding, special tokens and figures."""
-    from parlai_docgraph.agents.gsr.ablations import ABLATIONS, PAPER_TABLE5
+    from parlai_docgraph.recipes.gsr_ablations import ABLATIONS, PAPER_TABLE5
 
     assert {f"park_t5_{n}" for n in ABLATIONS} == {r.name for r in book.in_table("park_t5")}
     for name, options in ABLATIONS.items():

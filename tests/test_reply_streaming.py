@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from families import make_tiny_lm
-from parlai_docgraph.models.responder.decoding import generation_config
+from parlai_docgraph.models.decoding import generation_config
 from parlai_docgraph.models.responder.model import (
-    Responder, load_causal_lm, load_tokenizer, special_ids,
+    Responder, load_causal_lm, load_responder_tokenizer as load_tokenizer, special_ids,
 )
 from parlai_docgraph.models.responder.streaming import GenerationStopped, ReplyStreamer
 

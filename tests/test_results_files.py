@@ -53,7 +53,7 @@ def test_long_documents_benchmark_is_quoted_from_its_result_file(results_page):
 
 
 def test_heldout_all_documents_is_quoted_from_its_result_file(results_page):
-    from parlai_docgraph.scripts.heldout import result_table
+    from parlai_docgraph.scripts.heldout_eval import result_table
 
     data = json.loads((RESULTS / "heldout_eval.json").read_text(encoding="utf-8"))
     assert data["settings"] == ["document", "all_documents"]
@@ -105,7 +105,7 @@ def readme_command(program: str, writes: str = "--out") -> List[str]:
 
 
 def test_the_heldout_command_writes_its_result_file(zoo_datapath, tmp_path):
-    from parlai_docgraph.scripts.heldout import result_table
+    from parlai_docgraph.scripts.heldout_eval import result_table
 
     args = readme_command("parlai-docgraph heldout_eval")
     done = run_cli(args, tmp_path, env={"PARLAI_DATAPATH": str(zoo_datapath)}, timeout=900)

@@ -218,8 +218,9 @@ def test_build_graphs_from_a_plain_corpus_reports_bad_rows(tmp_path):
     from parlai_docgraph.graphs.config import GraphConfig
     from parlai_docgraph.graphs.corpus import read_corpus
     from parlai_docgraph.graphs.factory import GraphFactory
-    from parlai_docgraph.scripts.build_graphs import BuildGraphs, store_root
-    from parlai_docgraph.graphs.cache import GraphStore
+    from parlai_docgraph.graphs.store import default_store_root as store_root
+    from parlai_docgraph.scripts.build_graphs import BuildGraphs
+    from parlai_docgraph.graphs.store import GraphStore
 
     docs = tmp_path / "docs"
     (docs / "sub").mkdir(parents=True)
@@ -257,10 +258,10 @@ def test_readme_corpus_command_runs_as_written(tmp_path):
     run as written in a folder holding ``my_docs/``; the graph it stores is the one built
     from the document as ``--documents`` reads it (one reader for both)."""
     from parlai_docgraph.graphs.corpus import read_document
-    from parlai_docgraph.graphs.cache import GraphStore
+    from parlai_docgraph.graphs.store import GraphStore
     from parlai_docgraph.graphs.config import GraphConfig
     from parlai_docgraph.graphs.factory import GraphFactory
-    from parlai_docgraph.scripts.build_graphs import store_root
+    from parlai_docgraph.graphs.store import default_store_root as store_root
 
     docs = tmp_path / "my_docs"
     docs.mkdir()

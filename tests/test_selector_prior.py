@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from parlai_docgraph.agents.graph_selector.prior import last_turn
+from parlai_docgraph.models.selector.prior import last_turn
 from parlai_docgraph.graphs.embed import sentence_vectors
 from test_selector_optim import _agent
 

@@ -33,7 +33,7 @@ def test_multilevel_batch_word_targets_and_loss(tiny_encoder, datapath):
     """Zhang & Tan wiring: word nodes of the multi-level graph are scored; S' is the gold
     document's words, labelled 1 when linked to the gold segment; Eq. 9 combines the parts;
     a ``no_passages_used`` candidate is the graph's [no_passage_used] segment."""
-    from parlai_docgraph.models.selector.multilevel import MultiLevelSelector
+    from parlai_docgraph.models.selector.multilevel_selector import MultiLevelSelector
 
     agent, opt = _agent(tiny_encoder, datapath, "--graph-variant", "multilevel",
                         "--word-loss-alpha", "0.25")
@@ -66,7 +66,7 @@ def test_multilevel_batch_word_targets_and_loss(tiny_encoder, datapath):
 def test_graph_paths_linearization():
     """BFS from the sentence: (subject, predicate, object), (modifier, subject), and a
     coreferent's roles one hop further; nothing from an unreachable sentence."""
-    from parlai_docgraph.agents.graph_selector.paths import linearized_paths
+    from parlai_docgraph.graphs.paths import linearized_paths
     from parlai_docgraph.graphs.schema import DocumentGraph, Edge, Node
 
     nodes = [
@@ -105,8 +105,8 @@ def test_paths_variant_concatenates_paths_to_candidates(tiny_encoder, datapath):
     plain, _ = _agent(tiny_encoder, datapath, "--graph-variant", "none", "--pair-truncate", "256")
     base = plain.batchify(_as_eval(_observed(plain, opt, 2)))
     assert batch.get("graph_x") is None  # text only: the model is the ranking cross-encoder
-    from parlai_docgraph.agents.graph_selector.messages import candidate_sentences
-    from parlai_docgraph.agents.graph_selector.paths import linearized_paths
+    from parlai_docgraph.graphs.knowledge_lines import candidate_sentences
+    from parlai_docgraph.graphs.paths import linearized_paths
 
     with_paths = []
     for o, cands in zip(obs, batch.candidates):
@@ -261,7 +261,8 @@ def _parlai_message(act, separator: bool):
 def test_parlai_wow_messages(separator, tiny_encoder, datapath):
     """ParlAI's knowledge text lines (and, without ``knowledge``, its label_candidates)
     give the pool; with the separator it is exact; the agent trains on such messages."""
-    from parlai_docgraph.agents.graph_selector.messages import candidate_sentences, message_passages
+    from parlai_docgraph.agents.graph_selector.messages import message_passages
+    from parlai_docgraph.graphs.knowledge_lines import candidate_sentences
 
     acts = _sample_acts(datapath, 4)
     for act in acts:
@@ -290,7 +291,7 @@ def test_parlai_wow_messages(separator, tiny_encoder, datapath):
 
 
 def test_title_guess_without_separator():
-    from parlai_docgraph.agents.graph_selector.messages import passages_from_lines
+    from parlai_docgraph.graphs.knowledge_lines import passages_from_lines
 
     lines = ["Dog A dog barks.", "Dog A dog bites.", "Cat Cats purr.", "Cat They sleep."]
     assert passages_from_lines(lines, ["Dog"]) == [
@@ -379,7 +380,7 @@ def test_reply_fields_and_select(variant, tiny_encoder, datapath):
 
 # ---------------------------------------------------------------- Zhang & Tan protocol
 def test_zhang_tan_text_tags_turns_from_the_last_user_turn():
-    from parlai_docgraph.agents.graph_selector.inputs import zhang_tan_text
+    from parlai_docgraph.models.selector.inputs import zhang_tan_text
 
     assert zhang_tan_text("a\nb\nc\nd", "s") == "[agent] a [user] b [agent] c [user] d [know] s"
     assert zhang_tan_text("only", "s") == "[user] only [know] s"
@@ -390,8 +391,8 @@ def test_long_candidate_keeps_its_beginning():
     opening words (a 150-word candidate at 128 tokens used to keep only its last ~20 words);
     the context still loses its oldest tokens; the pair lengths are those of Hugging Face's
     longest_first; a short pair is encoded exactly as the tokenizer encodes it."""
-    from parlai_docgraph.agents.graph_selector.encoder import load_encoder
-    from parlai_docgraph.agents.graph_selector.inputs import (
+    from parlai_docgraph.models.encoders import load_encoder
+    from parlai_docgraph.models.selector.inputs import (
         add_format_tokens, encode_candidates, pair_lengths,
     )
 

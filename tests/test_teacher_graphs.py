@@ -12,7 +12,7 @@ import pytest
 
 from conftest import teacher_acts
 from parlai_docgraph.graphs import DocumentGraph
-from parlai_docgraph.graphs.cache import GraphStore, default_store_root
+from parlai_docgraph.graphs.store import GraphStore, default_store_root
 from parlai_docgraph.graphs.config import GraphConfig
 from parlai_docgraph.graphs.factory import GraphFactory
 from parlai_docgraph.scripts.build_graphs import BuildGraphs

@@ -15,7 +15,7 @@ import pytest
 
 from modern_lm import make_tiny_lm
 
-from parlai_docgraph.agents.gsr.inputs import PlainLinearizer
+from parlai_docgraph.models.gsr.inputs import PlainLinearizer
 from parlai_docgraph.kg.linearize import Linearizer
 from parlai_docgraph.kg.path_ids import PathEncoder, _named
 from parlai_docgraph.kg.store import KnowledgeGraph
@@ -100,7 +100,7 @@ def test_extend_maps_entity_indices_and_rejects_misaligned_values() -> None:
 
 
 def _tokenizers(root: Path):
-    from parlai_docgraph.models.gsr.model import load_tokenizer
+    from parlai_docgraph.models.gsr.model import load_gsr_tokenizer as load_tokenizer
     from parlai_docgraph.models.responder.model import TINY_DIR as GPT2_DIR
 
     lin = Linearizer(slot_tokens=2)

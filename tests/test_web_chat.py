@@ -40,7 +40,7 @@ import pytest
 
 from conftest import BIN, offline_env
 from doc_sources import page as doc_page
-from parlai_docgraph.agents.pipeline.interactive import LOAD_REFUSED
+from parlai_docgraph.agents.pipeline.messages import LOAD_REFUSED
 from parlai_docgraph.agents.pipeline.web_sessions import ChatError, SessionStore
 from parlai_docgraph.graphs.corpus import read_document
 from parlai_docgraph.scripts.chat import load_store

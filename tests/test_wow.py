@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import real_file, teacher_acts
-from parlai_docgraph.tasks.docgraph.errors import (
+from parlai_docgraph.dataset_errors import (
     BadRows,
     DatasetFormatError,
     MissingDatasetFile,
@@ -272,7 +272,7 @@ def test_first_turn_pool_travels_when_the_first_turn_is_dropped(datapath):
     --knowledge-turns-only that turn may be dropped (its Wizard used no knowledge), so the
     first message served carries that turn's pool in first_turn_passages, and the selector's
     first_turn background starts from it instead of the served turn's (later) pool."""
-    from parlai_docgraph.agents.graph_selector.background import EpisodeBackground
+    from parlai_docgraph.graphs.background import EpisodeBackground
 
     folder = datapath / "wizard_of_wikipedia"
     folder.mkdir()

@@ -4,9 +4,10 @@ Behaviour every parlai-docgraph agent shares.
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Callable, Dict, Mapping
 
 from parlai.core.opt import Opt
+from parlai.core.params import ParlaiParser
 
 
 def qualified_name(cls: type) -> str:
@@ -14,6 +15,27 @@ def qualified_name(cls: type) -> str:
     ``module.path:ClassName``, the form ParlAI's loader resolves anywhere.
     """
     return f"{cls.__module__}:{cls.__name__}"
+
+
+def option_defaults(add_args: Callable[[ParlaiParser], Any]) -> Dict[str, Any]:
+    """Every option that ``add_args`` registers on a parser -> its default."""
+    parser = ParlaiParser(False, False)
+    add_args(parser)
+    return {a.dest: parser.get_default(a.dest) for a in parser._actions if a.dest != "help"}
+
+
+def fill_saved_opt(opt: Opt, add_args: Callable[[ParlaiParser], Any],
+                   saved_before: Mapping[str, Any]) -> Opt:
+    """
+    ``opt`` of a model file (``upgrade_opt``) with every option of ``add_args`` it lacks: the
+    value in ``saved_before`` (what models saved before the option existed did), else the
+    option's default. ParlAI's command-line loading fills the defaults too, after
+    ``upgrade_opt``; a part loaded by ``create_agent_from_model_file`` gets them only here,
+    so agents read their own options as ``opt[key]``.
+    """
+    for key, value in {**option_defaults(add_args), **saved_before}.items():
+        opt.setdefault(key, value)
+    return opt
 
 
 class FullyQualifiedOptMixin:

@@ -46,8 +46,8 @@ def add_adapter_args(parser: ParlaiParser) -> None:
 def lora_settings(opt: Opt) -> LoraSettings:
     """The LoRA options of ``opt``, validated."""
     s = LoraSettings(
-        r=int(opt.get("lora_r") or 0), alpha=float(opt["lora_alpha"]),
-        dropout=float(opt["lora_dropout"]), target_modules=parse_targets(opt.get("lora_target_modules")),
+        r=int(opt["lora_r"]), alpha=float(opt["lora_alpha"]),
+        dropout=float(opt["lora_dropout"]), target_modules=parse_targets(opt["lora_target_modules"]),
     )
     if s.r < 0 or not 0.0 <= s.dropout < 1.0:
         raise ValueError(f"--lora-r must be >= 0 and --lora-dropout in [0, 1): got {s.r}, {s.dropout}")
@@ -56,7 +56,7 @@ def lora_settings(opt: Opt) -> LoraSettings:
 
 def lm_dtype(opt: Opt) -> Optional[torch.dtype]:
     """``torch.bfloat16`` under ``--bf16`` (after checking the device), else None (as saved)."""
-    if not opt.get("bf16"):
+    if not opt["bf16"]:
         return None
     on_gpu = not opt["no_cuda"] and torch.cuda.is_available()
     check_bf16(torch.device("cuda") if on_gpu else torch.device("cpu"))

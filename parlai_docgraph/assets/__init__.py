@@ -1,6 +1,6 @@
 """
 Bundled offline assets, data only: ``tiny_gpt2/`` and ``tiny_t5/`` (config + tokenizer of
 the tiny random models), the demo document, the web chat page and the held-out document
-questions (``heldout/``). ``parlai_docgraph.scripts.make_tiny_gpt2`` / ``make_tiny_t5``
+questions (``heldout/``). ``tools/make_tiny_gpt2.py`` / ``tools/make_tiny_t5.py`` (not installed)
 regenerate the tiny models' files.
 """

@@ -69,13 +69,13 @@ def prepare(task: str, dialogues: int, pool: str, cache_dir: str) -> Dict[str, L
         data = torch.load(path, weights_only=False)
         return {split: [dict(r, x=r["x_" + pool], context=r["context_" + pool]) for r in rows]
                 for split, rows in data.items()}
-    from parlai_docgraph.agents.graph_selector.batch import GraphProvider
-    from parlai_docgraph.agents.graph_selector.encoder import load_encoder
+    from parlai_docgraph.models.selector.provider import GraphProvider
+    from parlai_docgraph.models.encoders import load_encoder
     from parlai_docgraph.graphs.config import GraphConfig
     from parlai_docgraph.graphs.embed import embed_graph
     from parlai_docgraph.models.selector.dialog_aware import concept_labels
 
-    from parlai_docgraph.agents.graph_selector.prior import last_turn
+    from parlai_docgraph.models.selector.prior import last_turn
     from parlai_docgraph.models.selector.relevance import node_relevance
 
     encoder, tokenizer = load_encoder("minilm-l6")

@@ -8,7 +8,7 @@ Graph-building speed figures (issue 4 benchmark), as one json-safe dict of named
   over the same sentences in the same run (best of ``repeats`` each, after a warm-up);
 - ``graphs_per_s``, ``spacy_pools_per_s``, ``sentences_per_s``, ``multilevel_graphs_per_s``;
 - ``cache_load_ms_per_graph``: mean time to load one verified graph from a
-  :class:`~.cache.GraphStore`;
+  :class:`~.store.GraphStore`;
 - ``build_s_by_sentences``: build time of one document of 10 .. 2,000 sentences (pool
   sentences cycled, each made distinct by a numbered suffix so none is parsed only once),
   to show how build time grows with length.
@@ -38,24 +38,23 @@ def graph_benchmark(
     pools: Sequence[Pool], quick: bool = False, repeats: int = 3
 ) -> Dict[str, Any]:
     """Measure the figures of the module docstring on ``pools``."""
-    from parlai_docgraph.graphs.cache import GraphStore
-    from parlai_docgraph.graphs.config import GraphConfig
+    from parlai_docgraph.graphs.config import GraphConfig, GraphVariant
     from parlai_docgraph.graphs.factory import GraphFactory
-    from parlai_docgraph.graphs.multilevel import build_multilevel_graph
-    from parlai_docgraph.graphs.parsers.dep import DepParser
-    from parlai_docgraph.graphs.semantic import build_document_graph
+    from parlai_docgraph.graphs.store import GraphStore
 
     if not pools:
         raise ValueError("graph_benchmark needs at least one knowledge pool")
     repeats = 1 if quick else repeats
-    parser = DepParser()
+    semantic = GraphFactory(GraphConfig()).load()  # graphs are built only by a factory
+    multilevel = GraphFactory(GraphConfig(variant=GraphVariant.MULTILEVEL)).load()
+    parser = semantic.backends()[0]
     nlp = parser.nlp
     texts: List[List[str]] = [[s for _, sents in pool for s in sents] for pool in pools]
     list(nlp.pipe(texts[0][:32]))
     size = parser.batch_size
     bare = _best(lambda: [list(nlp.pipe(t, batch_size=size)) for t in texts], repeats)
-    build = _best(lambda: [build_document_graph(p, parser=parser) for p in pools], repeats)
-    multi = _best(lambda: [build_multilevel_graph(p) for p in pools], repeats)
+    build = _best(lambda: [semantic.build(p) for p in pools], repeats)
+    multi = _best(lambda: [multilevel.build(p) for p in pools], repeats)
     with tempfile.TemporaryDirectory() as root:
         store = GraphStore(root)
         factory = GraphFactory(GraphConfig())  # its dep parser shares the loaded pipeline
@@ -67,7 +66,7 @@ def graph_benchmark(
     by_length = {}
     for n in QUICK_LENGTHS if quick else LENGTHS:
         doc = [("document", [f"{flat[i % len(flat)]} ({i})" for i in range(n)])]
-        by_length[str(n)] = round(_best(lambda: build_document_graph(doc, parser=parser), 1), 4)
+        by_length[str(n)] = round(_best(lambda: semantic.build(doc), 1), 4)
     count = len(pools)
     return {
         "graph_build_vs_spacy": round(bare / build, 3),

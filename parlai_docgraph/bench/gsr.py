@@ -137,13 +137,13 @@ def beam_and_trie(quick: bool) -> Dict[str, Any]:
     """Beam-search overhead of the constraint and trie build time on sample turns."""
     from transformers import T5Config, T5ForConditionalGeneration
 
-    from parlai_docgraph.agents.gsr.inputs import GSRInputs
+    from parlai_docgraph.models.gsr.inputs import GSRInputs
     from parlai_docgraph.kg import fields as kg_fields
     from parlai_docgraph.kg.linearize import Linearizer
-    from parlai_docgraph.models.gsr.model import load_seq2seq, load_tokenizer
+    from parlai_docgraph.models.gsr.model import load_seq2seq, load_gsr_tokenizer
 
     lin = Linearizer(slot_tokens=2)
-    tok = load_tokenizer("tiny", None, lin.special_tokens())
+    tok = load_gsr_tokenizer("tiny", None, lin.special_tokens())
     inputs = GSRInputs(tok, lin)
     turns = _sample_turns(8 if quick else 32)
     out: Dict[str, Any] = {"turns": len(turns)}

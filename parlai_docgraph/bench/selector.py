@@ -36,7 +36,7 @@ import tempfile
 import time
 from typing import Any, Dict, List, Sequence, Tuple
 
-from parlai_docgraph.agents.graph_selector.messages import NO_PASSAGE
+from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
 from parlai_docgraph.graphs.config import GraphVariant
 from parlai_docgraph.bench.cli import GOAL_MAXIMA, register_benchmark, sample_pools
 

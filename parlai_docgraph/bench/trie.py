@@ -96,10 +96,10 @@ def _rss_mb() -> float:
 
 
 def trie_at_scale(quick: bool) -> Dict[str, Any]:
-    from parlai_docgraph.agents.gsr.inputs import GSRInputs
+    from parlai_docgraph.models.gsr.inputs import GSRInputs
     from parlai_docgraph.kg.linearize import Linearizer
     from parlai_docgraph.kg.subgraph import candidate_paths
-    from parlai_docgraph.models.gsr.model import load_tokenizer
+    from parlai_docgraph.models.gsr.model import load_gsr_tokenizer
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one core
     made = opendialkg_size_kg()
@@ -108,7 +108,7 @@ def trie_at_scale(quick: bool) -> Dict[str, Any]:
     kg, ents, draw, kg_s = made
     rss_kg = _rss_mb()
     lin = Linearizer(slot_tokens=2)
-    inputs = GSRInputs(load_tokenizer("tiny", None, lin.special_tokens()), lin)
+    inputs = GSRInputs(load_gsr_tokenizer("tiny", None, lin.special_tokens()), lin)
     rng = np.random.default_rng(1)
     n_turns = 60 if quick else 1000
     turns = [[ents[i] for i in rng.choice(len(ents), rng.integers(1, 4), replace=False, p=draw)]

@@ -1,6 +1,9 @@
 """
-Incremental assembly of Li et al.'s document semantic graph (the ``coref_merge="all"``
-graph of :func:`~.semantic.build_document_graph` and its sentence-graph ablation).
+The one assembly of Li et al.'s document semantic graph: every graph of
+:func:`~.semantic.build_document_graph` (its ablations and coreference merge modes) is made
+here, incrementally for the paper's ``coref_merge="all"`` graph over an incremental
+coreference run, in one batch otherwise (:class:`ClusterRun` adapts a backend that resolves
+whole documents, coreferee).
 
 :class:`SemanticAssembly` adds passages batch by batch: nodes and edges of the new
 passages, their mentions resolved by an incremental coreference run
@@ -31,11 +34,64 @@ def _canonical_key(ref: MentionRef, text: str) -> Tuple[int, int, int, int]:
     return (len(text), sum(w[:1].isupper() for w in text.split()), -ref[0], -ref[1])
 
 
+class ClusterRun:
+    """
+    :class:`~.coref.RuleCorefRun`'s interface over a backend that resolves a whole document at once
+    (``resolve`` only: coreferee): one batch, its clusters from ``resolve``, every other
+    mention alone. It is not incremental: a second :meth:`add` raises ``ValueError`` (an
+    extension of such a graph is built whole again).
+    """
+
+    kept_apart = 0
+    incremental = False
+
+    def __init__(self, resolver: Any) -> None:
+        self.resolver = resolver
+        self.first: Dict[Any, MentionRef] = {}
+        self.sentences = 0
+        self._clusters: List[Tuple[MentionRef, ...]] = []
+        self._cluster_of: Dict[MentionRef, int] = {}
+
+    def add(self, parsed: Sequence[ParsedSentence], keep_earlier_apart: bool = False) -> None:
+        """Resolve ``parsed``, the whole document (the first and only batch)."""
+        if self.sentences:
+            raise ValueError(f"{self.resolver.describe()} resolves whole documents: "
+                             "build the graph of all passages instead of extending it")
+        self._clusters = list(self.resolver.resolve(parsed))
+        for c, refs in enumerate(self._clusters):
+            for ref in refs:
+                self._cluster_of[ref] = c
+        for s, ps in enumerate(parsed):
+            for m in ps.mentions():
+                ref = (s, m.start, m.end)
+                key = self.cluster_of(ref)
+                self.first[key] = min(self.first.get(key, ref), ref)
+        self.sentences = len(parsed)
+
+    def cluster_of(self, ref: MentionRef) -> Any:
+        """The index of ``ref``'s cluster, or ``ref`` itself for a mention in none."""
+        return self._cluster_of.get(ref, ref)
+
+    def clusters(self) -> List[Tuple[MentionRef, ...]]:
+        """The backend's clusters, in its order."""
+        return list(self._clusters)
+
+
+def start_run(resolver: Any) -> Any:
+    """An incremental run of ``resolver`` (``resolver.start()``), or a one-batch
+    :class:`ClusterRun` for a backend without one."""
+    return resolver.start() if hasattr(resolver, "start") else ClusterRun(resolver)
+
+
 class SemanticAssembly:
     """
     The growing graph of passages added so far (see the module docstring). ``parser`` and
-    ``run`` (an incremental coreference run, or ``None`` for the sentence graph) are used for
-    every batch; ``options`` are ``build_document_graph``'s (``coref_merge`` must be "all").
+    ``run`` (a coreference run: incremental, or a one-batch :class:`ClusterRun`; ``None``
+    for the sentence graph) are used for every batch; ``options`` are
+    ``build_document_graph``'s. ``coref_merge`` other than ``"all"`` (one batch only): a
+    cluster's mentions merge within each passage (``"passage"``) or not at all (``"none"``),
+    the parts linked by ``coref`` edges to the part of the canonical mention
+    (``coref_edges``).
     """
 
     def __init__(self, parser: Any, run: Any, options: Dict[str, Any],
@@ -105,13 +161,17 @@ class SemanticAssembly:
             for m in ps.mentions():
                 text[(g, m.start, m.end)] = m.text
                 in_sentence.setdefault(g, []).append((g, m.start, m.end))
-        groups: Dict[int, List[MentionRef]] = {}
+        merge = self.options.get("coref_merge", "all")
+        groups: Dict[Any, List[MentionRef]] = {}
         joined: Dict[int, List[MentionRef]] = {}  # earlier node -> new mentions joining it
         for ref in sorted(text):
             cluster = run.cluster_of(ref)
-            first = run.first[cluster]
-            if first[0] < base:
-                joined.setdefault(self.node_of_ref[first], []).append(ref)
+            if merge == "none":  # one node per mention
+                groups[ref] = [ref]
+            elif merge == "passage":  # a cluster's mentions merged within each passage
+                groups.setdefault((cluster, self.passage_of[ref[0]]), []).append(ref)
+            elif run.first[cluster][0] < base:
+                joined.setdefault(self.node_of_ref[run.first[cluster]], []).append(ref)
             else:
                 groups.setdefault(cluster, []).append(ref)
         for refs in groups.values():
@@ -124,6 +184,13 @@ class SemanticAssembly:
             self.canon[nid] = (_canonical_key(canon, text[canon]), canon, text[canon])
             for ref in refs:
                 self.node_of_ref[ref] = nid
+        if merge != "all" and self.options.get("coref_edges", True):
+            for refs in run.clusters():  # each part of a split cluster -> the canonical one
+                refs = [r for r in refs if r in text]
+                if refs:
+                    canon = self.node_of_ref[max(refs, key=lambda r: _canonical_key(r, text[r]))]
+                    for ref in refs:
+                        self._edge(self.node_of_ref[ref], canon, "coref")
         for nid, refs in joined.items():
             best = max([self.canon[nid]] + [(_canonical_key(r, text[r]), r, text[r]) for r in refs])
             self.canon[nid] = best

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from spacy.lang.en.stop_words import STOP_WORDS
+from parlai_docgraph.nlp import english_stop_words
 
 #: leading words that quantify or point at a thing without naming it (``no room`` -> ``room``)
 LEADING = frozenset({
@@ -35,7 +35,7 @@ def concept_label(text: str, kind: Optional[str] = None) -> Optional[str]:
     words = [w for w in words if w]
     while words and words[0].lower() in LEADING:
         words = words[1:]
-    if not words or all(w.lower() in STOP_WORDS or not any(c.isalnum() for c in w)
+    if not words or all(w.lower() in english_stop_words() or not any(c.isalnum() for c in w)
                         for w in words):
         return None
     return " ".join(words)

@@ -15,12 +15,14 @@ No ParlAI imports; nothing heavy is imported here.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 GRAPH_PARSERS: Tuple[str, ...] = ("dep", "amr")
 GRAPH_COREFS: Tuple[str, ...] = ("rule", "coreferee", "none")
+#: ``--graph-coref-merge``: the ``coref_merge`` modes of ``semantic.build_document_graph``
+COREF_MERGES: Tuple[str, ...] = ("all", "passage", "none")
 
 
 class GraphVariant(str, Enum):
@@ -98,34 +100,11 @@ MULTILEVEL_ABLATIONS: Dict[str, Dict[str, Any]] = {
 TABLE7_VARIANTS: Tuple[GraphVariant, ...] = (
     GraphVariant.FULL, GraphVariant.SENTENCE, GraphVariant.COREF, GraphVariant.HOMOGENEOUS)
 
-_HELP = {
-    "--graph-variant": "full: Li et al.'s semantic graph (concepts, role edges, coreference); "
-    "sentence: passage and sentence nodes only; coref: no role edges; homogeneous: one node "
-    "and edge type (Li Table 7); multilevel: Zhang & Tan's topic/segment/word graph; paths: "
-    "the full semantic graph, which the graph selector reads as linearized paths after each "
-    "candidate (Li's Graph Paths baseline); none: no graph (the selector's cross-encoder "
-    "ranking baseline)",
-    "--graph-parser": "semantic parser of semantic graphs (dep: spaCy, offline default; amr: "
-    "precomputed penman graphs from --amr-file, or an amrlib parse model from "
-    "--amr-model-dir). Multilevel graphs always use dep.",
-    "--graph-coref": "coreference backend of semantic graphs (rule: deterministic resolver, "
-    "offline default; coreferee: neural, needs `pip install coreferee` and its English "
-    "model; none: no links)",
-    "--amr-file": "penman AMR graphs of the sentences (--graph-parser amr)",
-    "--amr-model-dir": "folder of an amrlib sentence-to-graph (stog) model used to parse "
-    "sentences missing from --amr-file (--graph-parser amr)",
-    "--multilevel-ablation": "multilevel: Zhang & Tan Table 3 graph ablation: none (the full "
-    "graph), no_topic_nodes ('w/o topic nodes'), no_word_nodes ('w/o word nodes': segments "
-    "only, so the selector's word-node loss has no targets)",
-}
-
-
-#: GraphConfig field -> the opt key of its option
-OPTION_NAMES: Dict[str, str] = {
-    "variant": "graph_variant", "parser": "graph_parser", "coref": "graph_coref",
-    "amr_file": "amr_file", "amr_model_dir": "amr_model_dir",
-    "multilevel_ablation": "multilevel_ablation",
-}
+def _option(option: str, default: Any, help: str, choices: Optional[Sequence[str]] = None) -> Any:
+    """A :class:`GraphConfig` field and its command-line option: the one place that names
+    the option, its default, choices and help (read by :meth:`GraphConfig.add_args`,
+    :meth:`~GraphConfig.from_opt` and :meth:`~GraphConfig.command_args`)."""
+    return field(default=default, metadata={"option": option, "choices": choices, "help": help})
 
 
 @dataclass(frozen=True)
@@ -133,15 +112,43 @@ class GraphConfig:
     """
     One graph configuration: the variant and its backends (validated on creation:
     ``ValueError`` naming the offending option). Equal configs give equal graphs and
-    equal store keys.
+    equal store keys. Each field is also a command-line option (:func:`_option`).
     """
 
-    variant: GraphVariant = GraphVariant.FULL
-    parser: str = "dep"
-    coref: str = "rule"
-    amr_file: Optional[str] = None
-    amr_model_dir: Optional[str] = None
-    multilevel_ablation: str = "none"
+    variant: GraphVariant = _option(
+        "--graph-variant", GraphVariant.FULL, choices=GraphVariant.names(),
+        help="full: Li et al.'s semantic graph (concepts, role edges, coreference); "
+        "sentence: passage and sentence nodes only; coref: no role edges; homogeneous: one node "
+        "and edge type (Li Table 7); multilevel: Zhang & Tan's topic/segment/word graph; paths: "
+        "the full semantic graph, which the graph selector reads as linearized paths after each "
+        "candidate (Li's Graph Paths baseline); none: no graph (the selector's cross-encoder "
+        "ranking baseline)")
+    parser: str = _option(
+        "--graph-parser", "dep", choices=GRAPH_PARSERS,
+        help="semantic parser of semantic graphs (dep: spaCy, offline default; amr: "
+        "precomputed penman graphs from --amr-file, or an amrlib parse model from "
+        "--amr-model-dir). Multilevel graphs always use dep.")
+    coref: str = _option(
+        "--graph-coref", "rule", choices=GRAPH_COREFS,
+        help="coreference backend of semantic graphs (rule: deterministic resolver, "
+        "offline default; coreferee: neural, needs `pip install coreferee` and its English "
+        "model; none: no links)")
+    coref_merge: str = _option(
+        "--graph-coref-merge", "all", choices=COREF_MERGES,
+        help="semantic graphs: how a coreference cluster becomes concept nodes: all = one "
+        "node per cluster (Li et al.); passage = one node per cluster and passage, the parts "
+        "linked by coref edges; none = one node per mention, linked by coref edges")
+    amr_file: Optional[str] = _option(
+        "--amr-file", None, help="penman AMR graphs of the sentences (--graph-parser amr)")
+    amr_model_dir: Optional[str] = _option(
+        "--amr-model-dir", None,
+        help="folder of an amrlib sentence-to-graph (stog) model used to parse "
+        "sentences missing from --amr-file (--graph-parser amr)")
+    multilevel_ablation: str = _option(
+        "--multilevel-ablation", "none", choices=list(MULTILEVEL_ABLATIONS),
+        help="multilevel: Zhang & Tan Table 3 graph ablation: none (the full "
+        "graph), no_topic_nodes ('w/o topic nodes'), no_word_nodes ('w/o word nodes': segments "
+        "only, so the selector's word-node loss has no targets)")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "variant", GraphVariant.parse(self.variant))
@@ -151,6 +158,9 @@ class GraphConfig:
         if self.coref not in GRAPH_COREFS:
             raise ValueError(f"unknown coreference backend {self.coref!r}; choose one of "
                              f"{GRAPH_COREFS}")
+        if self.coref_merge not in COREF_MERGES:
+            raise ValueError(f"unknown --graph-coref-merge {self.coref_merge!r}; choose from "
+                             f"{', '.join(COREF_MERGES)}")
         if self.multilevel_ablation not in MULTILEVEL_ABLATIONS:
             raise ValueError(f"unknown --multilevel-ablation {self.multilevel_ablation!r}; "
                              f"choose from {', '.join(MULTILEVEL_ABLATIONS)}")
@@ -158,9 +168,11 @@ class GraphConfig:
         if self.multilevel_ablation != "none" and not multilevel:
             raise ValueError(f"--multilevel-ablation {self.multilevel_ablation} applies to "
                              f"--graph-variant multilevel only (got {self.variant.value!r})")
-        if multilevel and (self.parser != "dep" or self.coref != "rule"):
+        if multilevel and (self.parser != "dep" or self.coref != "rule"
+                           or self.coref_merge != "all"):
             raise ValueError("multilevel graphs are built with the dep parser and no "
-                             "coreference backend choice (--graph-parser dep --graph-coref rule)")
+                             "coreference backend choice (--graph-parser dep --graph-coref rule "
+                             "--graph-coref-merge all)")
         if self.parser == "amr" and not (self.amr_file or self.amr_model_dir):
             raise ValueError("--graph-parser amr needs --amr-file (precomputed penman graphs) "
                              "or --amr-model-dir (an installed amrlib stog model)")
@@ -179,7 +191,10 @@ class GraphConfig:
         """Keyword options of the builder (``--multilevel-ablation`` included)."""
         if self.builder == "multilevel":
             return dict(MULTILEVEL_ABLATIONS[self.multilevel_ablation])
-        return self.variant.build_options
+        options = self.variant.build_options
+        if self.coref_merge != "all":
+            options["coref_merge"] = self.coref_merge
+        return options
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-safe fields (inverse: ``GraphConfig(**d)``)."""
@@ -194,12 +209,17 @@ class GraphConfig:
         return self.variant.value
 
     # ------------------------------------------------------------------ options
+    @staticmethod
+    def options() -> List[Tuple[str, str, Dict[str, Any]]]:
+        """``(field, --option, metadata)`` of every field, in declaration order."""
+        return [(f.name, f.metadata["option"], dict(f.metadata)) for f in fields(GraphConfig)]
+
     @classmethod
     def from_opt(cls, opt: Mapping[str, Any]) -> "GraphConfig":
         """The config of the graph options in ``opt``; an absent (or ``None``) option takes
-        the field's default, so the defaults live only in the dataclass."""
-        given = {field: opt.get(option) for field, option in OPTION_NAMES.items()}
-        return cls(**{field: value for field, value in given.items() if value is not None})
+        the field's default, so the defaults live only in the field table."""
+        given = {name: opt.get(option_key(option)) for name, option, _ in cls.options()}
+        return cls(**{name: value for name, value in given.items() if value is not None})
 
     @staticmethod
     def add_args(parser: Any, title: str = "docgraph graphs") -> None:
@@ -207,33 +227,33 @@ class GraphConfig:
         The one graph argument group, on an argparse (or ParlAI) parser. Options the parser
         already has are skipped: a teacher and an agent of one command both ask for them.
         """
-        options: Tuple[Tuple[str, Dict[str, Any]], ...] = (
-            ("--graph-variant", dict(type=str, choices=GraphVariant.names(), default="full")),
-            ("--graph-parser", dict(choices=GRAPH_PARSERS, default="dep")),
-            ("--graph-coref", dict(choices=GRAPH_COREFS, default="rule")),
-            ("--amr-file", dict(default=None)),
-            ("--amr-model-dir", dict(default=None)),
-            ("--multilevel-ablation", dict(type=str, choices=list(MULTILEVEL_ABLATIONS),
-                                           default="none")),
-        )
+        defaults = GraphConfig()
         have = getattr(parser, "_option_string_actions", {})
-        todo = [(option, kwargs) for option, kwargs in options if option not in have]
+        todo = [(name, option, meta) for name, option, meta in GraphConfig.options()
+                if option not in have]
         if not todo:
             return
         group = parser.add_argument_group(title)
-        for option, kwargs in todo:
-            group.add_argument(option, help=_HELP[option], **kwargs)
+        for name, option, meta in todo:
+            default = getattr(defaults, name)
+            kwargs: Dict[str, Any] = {"default": str(default) if isinstance(default, Enum)
+                                      else default, "help": meta["help"]}
+            if meta["choices"] is not None:
+                kwargs["choices"] = list(meta["choices"])
+            group.add_argument(option, type=str, **kwargs)
 
     def command_args(self) -> List[str]:
         """The command-line options that reproduce this config (non-defaults only)."""
         default = GraphConfig()
         args: List[str] = []
-        for option, field in (
-            ("--graph-variant", "variant"), ("--graph-parser", "parser"),
-            ("--graph-coref", "coref"), ("--amr-file", "amr_file"),
-            ("--amr-model-dir", "amr_model_dir"), ("--multilevel-ablation", "multilevel_ablation"),
-        ):
-            value = getattr(self, field)
-            if value != getattr(default, field):
+        for name, option, _ in self.options():
+            value = getattr(self, name)
+            if value != getattr(default, name):
                 args += [option, str(value)]
         return args
+
+
+def option_key(option: str) -> str:
+    """The opt key of a command-line option (``--graph-variant`` -> ``graph_variant``)."""
+    return option.lstrip("-").replace("-", "_")
+

@@ -378,11 +378,9 @@ class NoCorefRun:
         """Each mention is its own cluster."""
         return ref
 
-
-def _coreferee(**kwargs: object) -> object:
-    from parlai_docgraph.graphs.neural_coref import CorefereeCoref
-
-    return CorefereeCoref(**kwargs)
+    def clusters(self) -> List[Tuple[MentionRef, ...]]:
+        """No clusters."""
+        return []
 
 
 def get_coref(name: str = "rule", **kwargs: object) -> object:
@@ -391,7 +389,12 @@ def get_coref(name: str = "rule", **kwargs: object) -> object:
     see :mod:`.neural_coref`; ``CorefBackendUnavailable`` when not installed);
     ``ValueError`` for other names.
     """
-    backends = {"rule": RuleCoref, "none": NoCoref, "coreferee": _coreferee}
+    if name == "coreferee":
+        from parlai_docgraph.graphs.neural_coref import CorefereeCoref
+
+        return CorefereeCoref(**kwargs)
+    backends = {"rule": RuleCoref, "none": NoCoref}
     if name not in backends:
-        raise ValueError(f"unknown coreference backend {name!r}; choose one of {sorted(backends)}")
+        raise ValueError(f"unknown coreference backend {name!r}; choose one of "
+                         f"{sorted([*backends, 'coreferee'])}")
     return backends[name](**kwargs)

@@ -29,12 +29,13 @@ still built.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import re
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
+from parlai_docgraph.dataset_errors import DatasetFormatError
+from parlai_docgraph.jsonio import iter_jsonl
 from parlai_docgraph.nlp import RULE_BASED, detect_language, language_name, sentences
 
 Pool = List[Tuple[str, List[str]]]
@@ -193,21 +194,24 @@ def read_corpus(path: Union[str, Path]) -> Iterator[Tuple[str, Optional[Pool], O
             yield (where, pool, None) if pool else (where, None, "no sentences in this document")
         return
     if root.is_file() and root.suffix.lower() == ".jsonl":
-        with root.open(encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, 1):
-                where = f"{root}:{number}"
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                    title, text = row["title"], row["text"]
-                    if not isinstance(title, str) or not isinstance(text, str):
-                        raise TypeError("title and text must be strings")
-                except (ValueError, KeyError, TypeError) as exc:
-                    yield where, None, f"malformed row (want {{\"title\", \"text\"}}): {exc}"
-                    continue
-                pool = document_passages(text, title)
-                yield (where, pool, None) if pool else (where, None, "no sentences in this document")
+        want = 'malformed row (want {"title", "text"})'
+        bad: List[DatasetFormatError] = []
+        for number, row in iter_jsonl(str(root), on_error=bad.append):
+            for err in bad:  # the lines before this one that were not JSON
+                yield f"{root}:{err.line}", None, f"{want}: {err.problem}"
+            bad.clear()
+            where = f"{root}:{number}"
+            try:
+                title, text = row["title"], row["text"]
+                if not isinstance(title, str) or not isinstance(text, str):
+                    raise TypeError("title and text must be strings")
+            except (KeyError, TypeError) as exc:
+                yield where, None, f"{want}: {exc}"
+                continue
+            pool = document_passages(text, title)
+            yield (where, pool, None) if pool else (where, None, "no sentences in this document")
+        for err in bad:
+            yield f"{root}:{err.line}", None, f"{want}: {err.problem}"
         return
     raise ValueError(f"--corpus {path}: expected a folder of .txt/.md files or a .jsonl file "
                      "of {\"title\", \"text\"} objects")

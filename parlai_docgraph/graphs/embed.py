@@ -34,13 +34,13 @@ runs: cached texts are loaded, not encoded, and corrupt entries are recomputed.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from parlai_docgraph.graphs.embed_cache import EmbeddingCache, describe_encoder
+from parlai_docgraph.jsonio import read_json
 from parlai_docgraph.graphs.schema import DocumentGraph
 
 if TYPE_CHECKING:
@@ -61,15 +61,13 @@ def encoder_pooling(model_dir: Optional[str]) -> str:
         return "cls"
     folders = ["1_Pooling"]
     try:
-        with open(os.path.join(model_dir, "modules.json"), encoding="utf-8") as f:
-            folders = [m.get("path", "") for m in json.load(f)
-                       if str(m.get("type", "")).endswith("Pooling")] or folders
+        folders = [m.get("path", "") for m in read_json(os.path.join(model_dir, "modules.json"))
+                   if str(m.get("type", "")).endswith("Pooling")] or folders
     except (OSError, ValueError, AttributeError):
         pass
     for folder in folders:
         try:
-            with open(os.path.join(model_dir, folder, "config.json"), encoding="utf-8") as f:
-                config = json.load(f)
+            config = read_json(os.path.join(model_dir, folder, "config.json"))
         except (OSError, ValueError):
             continue
         if config.get("pooling_mode_mean_tokens") and not config.get("pooling_mode_cls_token"):

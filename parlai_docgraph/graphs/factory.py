@@ -4,18 +4,35 @@
 A factory holds one :class:`~.config.GraphConfig` and its lazily loaded backends (parser
 and coreference, once per process). ``parlai-docgraph build_graphs`` / ``show_graph``, the
 teachers' ``--attach-graphs``, the graph selector's
-:class:`~parlai_docgraph.agents.graph_selector.batch.GraphProvider` and the Ray engine all build
-through it and look graphs up with :meth:`~.cache.GraphStore.get_or_build`, so a graph one
+:class:`~parlai_docgraph.models.selector.provider.GraphProvider` and the Ray engine all build
+through it and look graphs up with :meth:`~.store.GraphStore.get_or_build`, so a graph one
 of them stored is the graph the others find: the selector trains on the graphs
 ``build_graphs`` precomputed, it never builds them a second time.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from parlai_docgraph.graphs.config import GraphConfig
-from parlai_docgraph.graphs.schema import DocumentGraph
+from parlai_docgraph.graphs.schema import SCHEMA_VERSION, DocumentGraph
+from parlai_docgraph.graphs.store import canonical_json
+
+
+def graph_key(
+    passages: Sequence[Tuple[str, Sequence[str]]],
+    builder: str,
+    options: Dict[str, Any],
+    backends: Sequence[Optional[str]],
+) -> str:
+    """SHA-256 hex key of a graph's inputs: schema version, builder, build options, backend
+    descriptions and passages (canonical JSON), the key of its :class:`~.store.GraphStore` entry."""
+    payload = {
+        "schema_version": SCHEMA_VERSION, "builder": builder, "options": options,
+        "backends": list(backends), "passages": [[t, list(s)] for t, s in passages],
+    }
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
 class GraphFactory:
@@ -115,7 +132,6 @@ class GraphFactory:
     # ------------------------------------------------------------------ graphs
     def key(self, passages: Any) -> str:
         """The store key of ``passages``' graph; ``ValueError`` for malformed passages."""
-        from parlai_docgraph.graphs.cache import graph_key
         from parlai_docgraph.graphs.semantic import check_passages
 
         items = check_passages(passages)

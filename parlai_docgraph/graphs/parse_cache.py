@@ -12,7 +12,7 @@ precomputing a dataset grows with its *distinct* sentences.
   digest of the sentence's graph, so a new spaCy model or an edited AMR file never reads
   an old parse.
 - Storage: one SQLite file ``<store root>/parses-v<N>.sqlite`` next to the
-  ``graphs-v<N>`` folder of a :class:`~.cache.GraphStore` (the standard library's sqlite3:
+  ``graphs-v<N>`` folder of a :class:`~.store.GraphStore` (the standard library's sqlite3:
   transactions make every write atomic, WAL mode lets several build processes read and
   write it at once). Values are JSON of the parse (no pickle); an unreadable row is a miss
   and is parsed and written again (:func:`~parlai_docgraph.atomic.verified`, the policy

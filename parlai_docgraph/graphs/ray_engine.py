@@ -4,7 +4,7 @@ Graph precomputation on a Ray cluster (``build_graphs --engine ray [--address AD
 Ray (``pip install 'parlai-docgraph[ray]'``) schedules *tasks* that each build a chunk of
 pools with a :class:`~.factory.GraphFactory` (backends loaded once per Ray worker process and
 reused by later tasks) and return the graphs; the driver writes them into the
-:class:`~.cache.GraphStore` as they arrive (atomic, content-hash keyed: the same bytes as a
+:class:`~.store.GraphStore` as they arrive (atomic, content-hash keyed: the same bytes as a
 single-process build, and nothing depends on the workers sharing a file system). Resuming
 after a kill is the store's: the caller only submits keys not stored yet.
 

@@ -8,14 +8,17 @@ semantic edges (roles, coreference, word edges) solid with their type as a label
 ``selected`` (e.g. a selector's picks) get a thick black outline, nodes in ``gold`` (e.g. the
 gold sentence and its concepts) a thick red one; ``caption`` is shown under the heading.
 Clicking a node highlights it and its neighbours. No external resources are referenced.
+:func:`turn_graph_html` / :func:`write_turn_graph`: the page of a chat turn (``--show-graph``,
+the web chat), the selected sentence and the top concepts highlighted.
 """
 
 from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Dict, Iterable, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Optional, Tuple, Union
 
+from parlai_docgraph.atomic import write_text_atomic
 from parlai_docgraph.graphs.schema import DocumentGraph, Node
 
 COLOURS: Dict[str, str] = {
@@ -162,3 +165,38 @@ def write_html(
         render_html(graph, selected, title, gold=gold, caption=caption), encoding="utf-8"
     )
     return path
+
+
+# ------------------------------------------------------------------ a chat turn's page
+
+
+def _sentence_node(graph: DocumentGraph, sentence: str) -> Optional[int]:
+    for node in graph.nodes:
+        if node.type == "sentence" and node.text.strip() == sentence.strip():
+            return node.id
+    return None
+
+
+def write_turn_graph(graph: DocumentGraph, path: str, selection: Dict[str, Any], user_text: str,
+                     reply: str) -> Path:
+    """Write :func:`turn_graph_html` to ``path`` (atomically)."""
+    return write_text_atomic(path, turn_graph_html(graph, selection, user_text, reply))
+
+
+def turn_graph_html(graph: DocumentGraph, selection: Dict[str, Any], user_text: str, reply: str) -> str:
+    """
+    The HTML page of ``graph``: the selected sentence node and the nodes of the top
+    concepts highlighted, the turn in the caption.
+    """
+    from parlai_docgraph.graphs.concept_label import concept_label
+
+    concepts = {c.lower() for c in selection.get("top_concepts") or []}
+    chosen = [n.id for n in graph.nodes if n.type != "sentence"
+              and (concept_label(n.text, n.kind) or "").lower() in concepts]
+    node = _sentence_node(graph, selection.get("sentence") or "")
+    if node is not None:
+        chosen.append(node)
+    caption = (f"user: {user_text} | selected: {selection.get('sentence')} | "
+               f"concepts: {', '.join(selection.get('top_concepts') or []) or '-'} | "
+               f"reply: {reply}")
+    return render_html(graph, selected=chosen, title="docgraph: last turn", caption=caption)

@@ -34,13 +34,12 @@ Ablations of Li Table 7 (their switches by name:
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Sequence, Tuple, Union
 
-from parlai_docgraph.graphs.assembly import SemanticAssembly
+from parlai_docgraph.graphs.assembly import SemanticAssembly, start_run
 from parlai_docgraph.graphs.coref import get_coref
 from parlai_docgraph.graphs.parsers import Parser, get_parser
-from parlai_docgraph.graphs.parsers.base import ParsedSentence
-from parlai_docgraph.graphs.schema import SCHEMA_VERSION, DocumentGraph, GraphBuilder, MentionRef
+from parlai_docgraph.graphs.schema import DocumentGraph
 
 Passages = Sequence[Tuple[str, Sequence[str]]]
 
@@ -73,52 +72,6 @@ def check_passages(passages: Any) -> List[Tuple[str, List[str]]]:
     return out
 
 
-def _canonical_key(ref: MentionRef, text: Dict[MentionRef, str]) -> Tuple[int, int, int, int]:
-    """Longest mention first; ties go to the one with more capitalised words, then the earliest."""
-    words = text[ref].split()
-    return (len(text[ref]), sum(w[:1].isupper() for w in words), -ref[0], -ref[1])
-
-
-def _concepts(
-    b: GraphBuilder, parsed: Sequence[ParsedSentence], passage_of: List[int],
-    clusters: Sequence[Tuple[MentionRef, ...]], merge: str, coref_edges: bool,
-) -> Dict[MentionRef, int]:
-    """Add entity concept nodes (merged per ``merge``) and coreference edges."""
-    text: Dict[MentionRef, str] = {}
-    for g, ps in enumerate(parsed):
-        for m in ps.mentions():
-            text[(g, m.start, m.end)] = m.text
-    cluster_of = {ref: c for c, refs in enumerate(clusters) for ref in refs if ref in text}
-    groups: Dict[Any, List[MentionRef]] = {}
-    for ref in sorted(text):
-        c = cluster_of.get(ref)
-        if c is None or merge == "none":
-            key: Any = ("m", ref)
-        elif merge == "passage":
-            key = ("c", c, passage_of[ref[0]])
-        else:
-            key = ("c", c)
-        groups.setdefault(key, []).append(ref)
-    node_of: Dict[MentionRef, int] = {}
-    for refs in groups.values():
-        canon = max(refs, key=lambda r: _canonical_key(r, text))
-        nid = b.node(
-            type="concept", text=text[canon], passage=passage_of[canon[0]], sentence=canon[0],
-            span=(canon[1], canon[2]), mentions=tuple(refs), kind="entity",
-        )
-        for ref in refs:
-            node_of[ref] = nid
-    if coref_edges and merge != "all":
-        for refs in clusters:
-            refs = [r for r in refs if r in text]
-            if not refs:
-                continue
-            canon = node_of[max(refs, key=lambda r: _canonical_key(r, text))]
-            for ref in refs:
-                b.edge(node_of[ref], canon, "coref")
-    return node_of
-
-
 def build_document_graph(
     passages: Passages,
     parser: Union[str, Parser] = "dep",
@@ -149,72 +102,21 @@ def build_document_graph(
         return _assembled(items, None, None, options)
     backend = get_parser(parser) if isinstance(parser, str) else parser
     resolver = get_coref(coref) if isinstance(coref, str) else coref
-    if coref_merge == "all" and hasattr(resolver, "start"):
-        return _assembled(items, backend, resolver, options)
-    # other merge modes and non-incremental coreference backends: assembled in one go
-    b = GraphBuilder()
-    sentences: List[str] = []
-    passage_of: List[int] = []
-    sentence_node: List[int] = []
-    for p, (title, sents) in enumerate(items):
-        pid = b.node(type="passage", text=title, passage=p)
-        prev: Optional[int] = None
-        for sent in sents:
-            sid = b.node(type="sentence", text=sent, passage=p, sentence=len(sentences))
-            sentences.append(sent)
-            passage_of.append(p)
-            sentence_node.append(sid)
-            b.edge(pid, sid, "passage_sentence")
-            if prev is not None:
-                b.edge(prev, sid, "next_sentence")
-            prev = sid
-    meta: Dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION, "builder": "semantic", "parser": None, "coref": None,
-        "options": options, "homogeneous": homogeneous,
-        "num_passages": len(items), "num_sentences": len(sentences),
-    }
-    if not sentence_graph:
-        parsed = backend.parse(sentences)
-        clusters = resolver.resolve(parsed)
-        meta["parser"], meta["coref"] = backend.describe(), resolver.describe()
-        node_of = _concepts(b, parsed, passage_of, clusters, coref_merge, coref_edges)
-        in_sentence: Dict[int, List[int]] = {}
-        for ref in sorted(node_of):
-            in_sentence.setdefault(ref[0], []).append(node_of[ref])
-        for g, ps in enumerate(parsed):
-            for nid in in_sentence.get(g, ()):
-                b.edge(sentence_node[g], nid, "sentence_concept")
-            for pred in ps.predicates:
-                pid = b.node(
-                    type="concept", text=pred.text, passage=passage_of[g], sentence=g,
-                    span=(pred.start, pred.end), mentions=((g, pred.start, pred.end),),
-                    kind="predicate",
-                )
-                b.edge(sentence_node[g], pid, "sentence_concept")
-                if role_edges:
-                    for arg in pred.arguments:
-                        b.edge(pid, node_of[(g, *arg.mention.key)], arg.role)
-            if role_edges:
-                for rel in ps.relations:
-                    b.edge(node_of[(g, *rel.src.key)], node_of[(g, *rel.dst.key)], rel.role)
-    edges = b.edges
-    if homogeneous:
-        collapsed = GraphBuilder()
-        for e in edges:
-            collapsed.edge(e.src, e.dst, "edge")
-        edges = collapsed.edges
-    return DocumentGraph(nodes=b.nodes, edges=edges, meta=meta)
+    return _assembled(items, backend, resolver, options)
 
 
 def _assembled(items: List[Tuple[str, List[str]]], parser: Any, resolver: Any,
                options: Dict[str, Any]) -> DocumentGraph:
-    """The graph of ``items`` made by a :class:`~.assembly.SemanticAssembly`, which the
-    graph keeps (not serialised) so :func:`extend_document_graph` can go on from it."""
+    """The graph of ``items`` made by a :class:`~.assembly.SemanticAssembly` (the one
+    assembly), which the graph keeps (not serialised) so :func:`extend_document_graph` can
+    go on from it when it is incremental (the ``coref_merge="all"`` graph over an
+    incremental coreference run)."""
     describe = (None, None) if parser is None else (parser.describe(), resolver.describe())
-    run = None if resolver is None else resolver.start()
+    run = None if resolver is None else start_run(resolver)
     assembly = SemanticAssembly(parser, run, options, describe)
     graph = assembly.add(items)
-    graph.assembly = assembly
+    if options["coref_merge"] == "all" and getattr(run, "incremental", True):
+        graph.assembly = assembly  # extend_document_graph goes on from it
     return graph
 
 

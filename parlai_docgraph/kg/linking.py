@@ -47,10 +47,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-import spacy
-from spacy.lang.en.stop_words import STOP_WORDS
-from spacy.matcher import PhraseMatcher
-from spacy.util import filter_spans
+from parlai_docgraph.nlp import blank_english, english_stop_words, longest_spans, phrase_matcher
 
 _SUFFIX = re.compile(r"\s+#(\d+)\s*$")
 _QUALIFIER = re.compile(r"\s*\([^()]*\)$")
@@ -149,10 +146,10 @@ class EntityLinker:
     ) -> None:
         self.min_chars = min_chars
         self.link_numbers = link_numbers
-        self.stop_words = frozenset(normalize(w) for w in STOP_WORDS) | frozenset(
+        self.stop_words = frozenset(normalize(w) for w in english_stop_words()) | frozenset(
             normalize(w) for w in extra_stop_words
         )
-        self._nlp = spacy.blank("en")
+        self._nlp = blank_english()
         ranked: Dict[str, List[Tuple[Rank, str]]] = {}
         for name in names:
             for text, rank in _keys_of(name):
@@ -173,7 +170,7 @@ class EntityLinker:
         self._groups: Dict[str, Tuple[str, ...]] = {
             k: tuple(dict.fromkeys(n for _, n in sorted(v))) for k, v in by_key.items()
         }
-        self._matcher = PhraseMatcher(self._nlp.vocab, attr="LOWER")
+        self._matcher = phrase_matcher(self._nlp, "LOWER")
         self._matcher.add(_KEY, patterns)
 
     def _linkable(self, doc) -> bool:
@@ -184,11 +181,6 @@ class EntityLinker:
         if not self.link_numbers and not any(c.isalpha() for c in text):
             return False
         return any(not (t.is_punct or t.is_space or t.text in self.stop_words) for t in doc)
-
-    @property
-    def num_keys(self) -> int:
-        """Number of distinct matching keys (linkable name groups)."""
-        return len(self._groups)
 
     def candidates(self, surface: str) -> Tuple[str, ...]:
         """KG names a surface string would link to, best first (empty if none)."""
@@ -201,7 +193,7 @@ class EntityLinker:
             return []
         norm, starts, ends = normalize_with_offsets(text)
         doc = self._nlp.make_doc(norm)
-        spans = filter_spans(self._matcher(doc, as_spans=True))
+        spans = longest_spans(self._matcher(doc, as_spans=True))
         out: List[Mention] = []
         for span in sorted(spans, key=lambda s: s.start):
             names = self._groups.get(" ".join(t.text for t in span))

@@ -17,7 +17,7 @@ the text between two of them, ``" name "``, is tokenized on its own. Each name i
 therefore tokenized once inside the probe ``"[Head] name [Tail]"``. Whether a tokenizer
 really behaves so is checked, not assumed: structural tokens must encode to one id each,
 and the first paths of every encoder are encoded both ways and compared; any difference
-(e.g. plain-text markers, :class:`~parlai_docgraph.agents.gsr.inputs.PlainLinearizer`)
+(e.g. plain-text markers, :class:`~parlai_docgraph.models.gsr.inputs.PlainLinearizer`)
 switches the encoder to :meth:`encode_text` for good.
 """
 

@@ -184,11 +184,6 @@ class KnowledgeGraph:
             return self._relation_ids[name[len(p):]], True
         raise KeyError(name)
 
-    def relation_name(self, rel_id: int, reverse: bool = False) -> str:
-        """Name of relation ``rel_id``; with ``reverse``, its ``~`` form."""
-        name = self.relations[rel_id]
-        return (self.reverse_prefix or "~") + name if reverse else name
-
     # ------------------------------------------------------------------ edges
     def has_triple(self, head: str, relation: str, tail: str) -> bool:
         """Whether the KG holds ``(head, relation, tail)``; ``~r`` asks for ``(tail, r, head)``."""

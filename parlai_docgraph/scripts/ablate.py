@@ -36,7 +36,7 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 from parlai.utils import logging
 
-from parlai_docgraph.agents.gsr.ablations import flat_variants as gsr_variants
+from parlai_docgraph.recipes.gsr_ablations import flat_variants as gsr_variants
 from parlai_docgraph.graphs.config import GraphVariant
 
 GRAPH_SELECTOR = "docgraph/graph_selector"

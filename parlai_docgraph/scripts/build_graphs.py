@@ -5,7 +5,7 @@ store under ``<datapath>/docgraph_cache/graphs``.
 The task's examples are read through ParlAI (``-t``, ``-dt`` as for any ParlAI command;
 several datatypes comma-separated, default ``train,valid,test``; ``train`` is read in order),
 the distinct knowledge pools (``knowledge_passages``) are collected, and every pool whose
-graph is not in the :class:`~parlai_docgraph.graphs.cache.GraphStore` is built and stored.
+graph is not in the :class:`~parlai_docgraph.graphs.store.GraphStore` is built and stored.
 Keys are the store's content hashes, so graphs built here are the ones
 ``GraphStore.get_or_build`` (the teachers, ``show_graph``, the graph selector) finds.
 
@@ -56,35 +56,12 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
+from parlai_docgraph.graphs.store import default_store_root, resolve_store_root
 from parlai_docgraph.graphs.config import GraphConfig
 from parlai_docgraph.graphs.factory import GraphFactory
 
 DEFAULT_DATATYPES = "train,valid,test"
-__all__ = ["BuildGraphs", "build_store", "store_root"]
-
-
-def store_root(datapath: str) -> Path:
-    """Where a datapath's graph store lives (shared with the agents)."""
-    from parlai_docgraph.graphs.cache import default_store_root
-
-    return default_store_root(datapath)
-
-
-def resolve_store_root(path: str) -> Path:
-    """
-    A ``--merge-from`` argument as a store root: a datapath (holding
-    ``docgraph_cache/graphs``), a store root (holding ``graphs-v<N>``), or a ``graphs-v<N>``
-    folder itself. ``ValueError`` when none of these exists.
-    """
-    p = Path(path)
-    if (p / "docgraph_cache" / "graphs").is_dir():
-        return p / "docgraph_cache" / "graphs"
-    if p.is_dir() and any(c.name.startswith("graphs-v") for c in p.iterdir()):
-        return p
-    if p.is_dir() and p.name.startswith("graphs-v"):
-        return p.parent
-    raise ValueError(f"--merge-from {path}: no graph store there (expected a datapath with "
-                     "docgraph_cache/graphs, a store root or a graphs-v<N> folder)")
+__all__ = ["BuildGraphs", "build_store"]
 
 
 def parse_shard(value: Optional[str]) -> Optional[Tuple[int, int]]:
@@ -144,7 +121,7 @@ _WORKER: Dict[str, Any] = {}
 def _init_worker(state: Dict[str, Any], root: str) -> None:
     # Never raise here: a Pool whose initializer fails respawns workers forever.
     try:
-        from parlai_docgraph.graphs.cache import GraphStore
+        from parlai_docgraph.graphs.store import GraphStore
 
         factory = GraphFactory.from_state(state).load()  # load spaCy once per worker
         _WORKER.update(factory=factory, store=GraphStore(root))
@@ -192,7 +169,7 @@ def build_store(
     if not jobs:
         return results
     if engine == "ray":
-        from parlai_docgraph.graphs.cache import GraphStore
+        from parlai_docgraph.graphs.store import GraphStore
         from parlai_docgraph.graphs.ray_engine import build_with_ray
 
         results, retried = build_with_ray(
@@ -206,7 +183,7 @@ def build_store(
     workers = min(workers, len(jobs))
     try:
         if workers <= 1:
-            from parlai_docgraph.graphs.cache import GraphStore
+            from parlai_docgraph.graphs.store import GraphStore
 
             _WORKER.update(factory=factory, store=GraphStore(root))  # backends already loaded
             for job in jobs.items():
@@ -262,11 +239,11 @@ class BuildGraphs(ParlaiScript):
         return parser
 
     def run(self) -> Dict[str, Any]:
-        from parlai_docgraph.graphs.cache import GraphStore, in_shard
+        from parlai_docgraph.graphs.store import GraphStore, in_shard
 
         opt = self.opt
         shard = parse_shard(opt.get("shard"))
-        root = store_root(opt["datapath"])
+        root = default_store_root(opt["datapath"])
         store = GraphStore(root)
         stray = store.clean() if store.root.is_dir() else 0
         report: Dict[str, Any] = dict(

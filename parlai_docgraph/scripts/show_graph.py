@@ -26,7 +26,8 @@ from parlai.core.script import ParlaiScript, register_script
 from parlai_docgraph.graphs.config import GraphConfig
 from parlai_docgraph.graphs.factory import GraphFactory
 
-from parlai_docgraph.scripts.build_graphs import iterate_examples, parse_datatypes, store_root
+from parlai_docgraph.graphs.store import default_store_root
+from parlai_docgraph.scripts.build_graphs import iterate_examples, parse_datatypes
 
 MODEL_FILE_UNSUPPORTED = (
     "show_graph: --model-file is not supported yet (highlighting a trained selector's chosen "
@@ -65,9 +66,9 @@ def gold_nodes(graph: Any, sentence: Optional[int]) -> List[int]:
 
 def graph_of(passages: Any, factory: GraphFactory, datapath: str) -> Tuple[Any, bool]:
     """``(graph, from_store)``: the stored graph of ``passages``, built and stored if missing."""
-    from parlai_docgraph.graphs.cache import GraphStore
+    from parlai_docgraph.graphs.store import GraphStore
 
-    found = GraphStore(store_root(datapath)).get_or_build(passages, factory)
+    found = GraphStore(default_store_root(datapath)).get_or_build(passages, factory)
     return found.graph, not found.built
 
 

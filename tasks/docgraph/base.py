@@ -13,7 +13,7 @@ from parlai.core.params import ParlaiParser
 from parlai.core.teachers import DialogTeacher
 from parlai.utils import logging
 
-from parlai_docgraph.tasks.docgraph.errors import BadRows
+from parlai_docgraph.dataset_errors import BadRows
 
 
 class DocgraphDialogTeacher(DialogTeacher):

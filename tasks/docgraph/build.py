@@ -20,7 +20,7 @@ from typing import Dict, Optional
 from parlai_docgraph.atomic import sha256_of  # noqa: F401  (re-exported for the readers)
 from parlai_docgraph.env import offline
 
-from parlai_docgraph.tasks.docgraph.errors import MissingDatasetFile
+from parlai_docgraph.dataset_errors import MissingDatasetFile
 
 SAMPLE_DATAPATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sample_data")
 

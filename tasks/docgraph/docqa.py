@@ -25,7 +25,6 @@ with file and line.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
@@ -35,7 +34,9 @@ from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 
 import parlai_docgraph
+from parlai_docgraph.dataset_errors import DatasetFormatError
 from parlai_docgraph.graphs.corpus import Pool as Passages, read_document
+from parlai_docgraph.jsonio import iter_jsonl
 
 from parlai_docgraph.tasks.docgraph.base import DocgraphDialogTeacher
 from parlai_docgraph.tasks.docgraph.wow import add_knowledge_label_args, pool_message
@@ -75,14 +76,11 @@ def load_questions(folder: "str | Path" = HELDOUT) -> List[Question]:
     path = folder / "questions.jsonl"
     docs: Dict[str, Passages] = {}
     out: List[Question] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    def not_json(err: DatasetFormatError) -> None:
+        raise ValueError(f"{path}:{err.line}: not JSON ({err.problem})") from err
+
+    for number, row in iter_jsonl(str(path), on_error=not_json):
         where = f"{path}:{number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{where}: not JSON ({err})") from err
         if not isinstance(row, dict) or any(not isinstance(row.get(k), str) for k in FIELDS):
             raise ValueError(f"{where}: a row needs the string fields {', '.join(FIELDS)}")
         name = row["document"]

@@ -9,7 +9,7 @@ With ``store`` (or ``build``) every message that has ``knowledge_passages`` also
 - ``knowledge_graph_key``: its key in the graph store under
   ``<datapath>/docgraph_cache/graphs``.
 
-Graphs are looked up with :meth:`~parlai_docgraph.graphs.cache.GraphStore.get_or_build` and
+Graphs are looked up with :meth:`~parlai_docgraph.graphs.store.GraphStore.get_or_build` and
 the :class:`~parlai_docgraph.graphs.factory.GraphFactory` of the one graph argument group
 (``--graph-variant``, ``--graph-parser``, ``--graph-coref``, ``--amr-file``,
 ``--amr-model-dir``, ``--multilevel-ablation``), exactly as ``parlai-docgraph build_graphs``
@@ -56,7 +56,7 @@ class GraphAttacher:
         self, mode: str, factory: GraphFactory, datapath: str, task: str = "", datatype: str = "",
         memo_size: int = 64,
     ) -> None:
-        from parlai_docgraph.graphs.cache import GraphStore, default_store_root
+        from parlai_docgraph.graphs.store import GraphStore, default_store_root
 
         if mode not in ("store", "build"):
             raise ValueError(f"--attach-graphs {mode!r}: choose one of {ATTACH_MODES}")

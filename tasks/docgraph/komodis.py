@@ -55,7 +55,7 @@ def _name_linker(path: str, mtime_ns: int, size: int):
     """An entity linker over every subject/object name in ``dataset.json``."""
     from parlai_docgraph.kg.linking import EntityLinker
 
-    from parlai_docgraph.tasks.docgraph.errors import BadRows
+    from parlai_docgraph.dataset_errors import BadRows
 
     dialogues = read_komodis(path, BadRows(skip=True))
     names = {e for d in dialogues for h, _, t in d.kg_triples() for e in (h, t)}

@@ -185,7 +185,7 @@ def _chat_page(data: Dict[str, Any], img: Path) -> str:
 
 
 def _heldout_page(data: Dict[str, Any], img: Path) -> str:
-    from parlai_docgraph.scripts.heldout import result_table
+    from parlai_docgraph.scripts.heldout_eval import result_table
 
     names = list(data["systems"])
     series = {}

@@ -20,7 +20,7 @@ Eq. 9) with any Hugging Face causal LM.
   (:meth:`parlai_docgraph.models.responder.model.Responder.generate`: left padding and an
   attention mask, each row within ``--responder-max-length``) with the
   ``GenerationConfig`` of ParlAI's own options
-  (:func:`parlai_docgraph.models.responder.decoding.generation_config`): ``--inference greedy``
+  (:func:`parlai_docgraph.models.decoding.generation_config`): ``--inference greedy``
   (default), ``beam`` (``--beam-size``, ``--beam-min-length``, ``--beam-length-penalty``
   as HF's ``length_penalty``, ``--beam-block-ngram`` within the reply), ``topk`` (top-k
   ``--topk`` *then* top-p ``--topp``; the defaults here, 20 and 0.95, are the paper's
@@ -57,8 +57,9 @@ from parlai.core.torch_generator_agent import PPLMetric, TorchGeneratorAgent
 
 from parlai_docgraph.models.responder import chat
 
-from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
-from parlai_docgraph.agents.lm_adapters import add_adapter_args, adapt_lm, lm_dtype
+from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin, fill_saved_opt
+from parlai_docgraph.agents.gpt2_responder.args import SAVED_BEFORE, add_responder_args
+from parlai_docgraph.agents.lm_adapters import adapt_lm, lm_dtype
 from parlai_docgraph.agents.gpt2_responder.dictionary import (
     HF_SUFFIX, ResponderDictionaryAgent, saved_hf_dir,
 )
@@ -95,79 +96,15 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
         cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
     ) -> ParlaiParser:
         super().add_cmdline_args(parser, partial_opt)
-        group = parser.add_argument_group("docgraph GPT-2 responder")
-        group.add_argument(
-            "--responder-model",
-            type=str,
-            default="gpt2",
-            help="causal LM: a hub name (cached when offline), a local directory, or "
-            "'tiny' (bundled offline GPT-2 config + tokenizer, seeded random weights)",
-        )
-        group.add_argument(
-            "--responder-context-truncate",
-            type=int,
-            default=128,
-            help="keep the latest N context tokens",
-        )
-        group.add_argument(
-            "--responder-knowledge-truncate",
-            type=int,
-            default=128,
-            help="keep the first N knowledge tokens",
-        )
-        group.add_argument(
-            "--responder-max-length",
-            type=int,
-            default=286,
-            help="max tokens of input + reply",
-        )
-        group.add_argument(
-            "--responder-seed",
-            type=int,
-            default=0,
-            help="seed of the initial weights when the source has none (e.g. 'tiny')",
-        )
-        group.add_argument(
-            "--chat-template",
-            type=str,
-            default="auto",
-            choices=chat.SETTINGS,
-            help="feed knowledge (system message) and history (user/assistant turns) through "
-            "the tokenizer's chat template, replies ending with its end-of-turn token; auto: "
-            "when the tokenizer has one (instruction-tuned models), false: the plain "
-            "'knowledge <eos> context <eos>' layout",
-        )
-        group.add_argument(
-            "--chat-prompt",
-            type=str,
-            default="system",
-            choices=chat.LAYOUTS,
-            help="with a chat template, where the knowledge goes: 'system' (a system message "
-            "'Knowledge: ...') or 'fact' (the newest user turn reads 'Fact: <knowledge>', the "
-            "turn, then 'Reply in one sentence, using the fact.'; what small instruct models "
-            "follow)",
-        )
-        group.add_argument(
-            "--block-earlier-replies",
-            type=int,
-            default=0,
-            help="N > 0: a generated reply repeats no token N-gram of the responder's earlier "
-            "replies in the episode (the history's assistant turns) unless the N-gram is in "
-            "the knowledge it answers from; unlike --beam-context-block-ngram, the user's "
-            "words stay free. 0: off",
-        )
-        add_adapter_args(parser)
+        add_responder_args(parser)
         parser.set_defaults(topk=20, topp=0.95)
         return parser
 
     @classmethod
     def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
-        """Model files saved before ``--chat-prompt`` existed used the system layout, and
-        before ``--block-earlier-replies``, no block."""
-        opt = super().upgrade_opt(opt_from_disk)
-        opt.setdefault("chat_prompt", "system")
-        opt.setdefault("block_earlier_replies", 0)
-        return opt
+        """Model files saved before an option existed keep what they did (:data:`.args.SAVED_BEFORE`)."""
+        return fill_saved_opt(super().upgrade_opt(opt_from_disk), add_responder_args,
+                              SAVED_BEFORE)
 
     # ------------------------------------------------------------------ model
     def build_model(self):
@@ -203,7 +140,7 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
     def uses_chat_template(self) -> bool:
         """``--chat-template`` resolved against the tokenizer (see :mod:`..models.chat`)."""
         if not hasattr(self, "_chat"):
-            self._chat = chat.use_template(self.opt.get("chat_template") or "auto", self.dict.hf_tokenizer)
+            self._chat = chat.use_template(self.opt["chat_template"], self.dict.hf_tokenizer)
         return self._chat
 
     def build_prompt(self, knowledge: str, history_string: str, turns: List[str]) -> List[int]:
@@ -370,7 +307,7 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
         if prefix_tokens is not None:
             raise NotImplementedError("prefix tokens are not supported by the responder")
         prompts = batch.get("responder_gen_prompts") or self._batch_pairs(batch)[0]
-        from parlai_docgraph.models.responder.decoding import generation_config
+        from parlai_docgraph.models.decoding import generation_config
 
         config = generation_config(self.opt, beam_size, max_ts)
         streamer = self.reply_streamer if len(prompts) == 1 else None

@@ -45,10 +45,10 @@ class ResponderDictionaryAgent(DictionaryAgent):
         if shared:
             self.hf_tokenizer = shared["hf_tokenizer"]
         else:
-            from parlai_docgraph.models.responder.model import load_tokenizer
+            from parlai_docgraph.models.responder.model import load_responder_tokenizer
 
             source = saved_hf_dir(opt) or opt["responder_model"]
-            self.hf_tokenizer = load_tokenizer(source, opt.get("datapath"))
+            self.hf_tokenizer = load_responder_tokenizer(source, opt.get("datapath"))
         tok = self.hf_tokenizer
         self.tok2ind = dict(tok.get_vocab())
         self.ind2tok = {i: t for t, i in self.tok2ind.items()}

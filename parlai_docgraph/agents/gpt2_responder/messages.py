@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from parlai_docgraph.agents.graph_selector.messages import NO_PASSAGE
+from parlai.core.message import Message
+
+from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
 
 
-def knowledge_text(obs) -> str:
+def knowledge_text(obs: Message) -> str:
     """
     ``"title: checked sentence"`` from the message, ``no_passages_used`` without one.
     """
@@ -31,7 +33,7 @@ def format_knowledge(title: Optional[str], sentence: Optional[str]) -> str:
     return sentence
 
 
-def reply_references(obs) -> List[str]:
+def reply_references(obs: Message) -> List[str]:
     """
     The references a reply is scored against: ``multi_eval_labels`` (Holl-E's multi-reference
     test) when present, else every label of the message.

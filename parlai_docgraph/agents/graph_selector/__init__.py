@@ -5,17 +5,14 @@
 ParlAI resolves ``-m docgraph/graph_selector`` to this package (``parlai.agents.docgraph.
 graph_selector`` through the start-up hook) and reads :class:`GraphSelectorAgent` from it.
 
-Modules, each one concept (ParlAI glue; the torch layers are in
-:mod:`parlai_docgraph.models`):
+Modules, each one concept (ParlAI glue; the graph provider, collation, encoders, the
+similarity prior and the torch layers are in :mod:`parlai_docgraph.models`):
 
-- ``agent``: the agent (model construction, train / eval steps); ``args``: its options;
-- ``messages``, ``inputs``, ``background``: WoW-format messages -> candidate sentences,
-  token ids and the knowledge pool of a turn;
-- ``batch``: graphs and node features per pool, collation into a ParlAI ``Batch``;
-- ``encoder``, ``prior``, ``paths``: the sentence encoder, the similarity prior, the
-  linearized-graph (``paths``) input;
+- ``agent``: the agent (train / eval steps), ``args``: its options, ``dictionary``: the
+  placeholder ParlAI dictionary;
+- ``messages``, ``batching``: ParlAI messages -> knowledge pools, candidates, a ``Batch``;
 - ``optim``, ``evaluation``, ``select``: parameter groups, metrics, ranking a pool outside
-  a batch (interactive chat, held-out evaluation).
+  a batch (interactive chat, held-out evaluation) and the graph it scored.
 """
 
 from parlai_docgraph.agents.graph_selector.agent import GraphSelectorAgent

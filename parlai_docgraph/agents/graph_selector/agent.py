@@ -7,8 +7,8 @@ chosen_sent``) with Li et al.'s (2022) dialog-aware graph selector
 (:class:`~parlai_docgraph.models.selector.dialog_aware.DialogAwareSelector`: Eq. 1 context nodes, EGAT
 layers, Eq. 4-8; variants ``full|sentence|coref|homogeneous``), Zhang & Tan's (2023)
 multi-level GAT (``multilevel``:
-:class:`~parlai_docgraph.models.selector.multilevel.MultiLevelSelector`), Li's Graph Paths
-baseline (``paths``: :mod:`.paths`) or the plain cross-encoder ranking baseline on
+:class:`~parlai_docgraph.models.selector.multilevel_selector.MultiLevelSelector`), Li's Graph Paths
+baseline (``paths``: :mod:`parlai_docgraph.graphs.paths`) or the plain cross-encoder ranking baseline on
 the same encoder (``none``).
 
 Example::
@@ -17,11 +17,11 @@ Example::
         -mf /tmp/sel --graph-variant full --max-train-steps 200
     parlai eval_model -mf /tmp/sel -t docgraph:sample --label-type chosen_sent
 
-Data flow: the knowledge pool comes from the message (:mod:`.messages`: the
+Data flow (:mod:`.batching`): the knowledge pool comes from the message (:mod:`.messages`: the
 docgraph teachers' ``knowledge_passages`` or ParlAI's WoW ``knowledge`` lines), chosen per
-``--background`` (:mod:`.background`); candidates map to its sentence nodes; the
+``--background`` (:mod:`parlai_docgraph.graphs.background`); candidates map to its sentence nodes; the
 pool's graph is built (or loaded from the
-:class:`~parlai_docgraph.graphs.cache.GraphStore` under ``<datapath>/docgraph_cache/graphs``,
+:class:`~parlai_docgraph.graphs.store.GraphStore` under ``<datapath>/docgraph_cache/graphs``,
 where ``build_graphs`` writes) and embedded once by a frozen copy of the encoder (Li 2.1),
 then memoised; everything the model reads travels as flat tensor fields of the ParlAI
 ``Batch``, so ``Batch.to(device)`` moves it. Candidate order is shuffled in training
@@ -54,28 +54,33 @@ from parlai.core.params import ParlaiParser
 from parlai.core.torch_agent import Output
 from parlai.core.torch_ranker_agent import TorchRankerAgent
 
-from parlai_docgraph.graphs.cache import default_store_root
-from parlai_docgraph.models.selector.common import ranking_loss
-from parlai_docgraph.graphs.embed import FrozenSentenceVectors, encoder_limit
-from parlai_docgraph.graphs.config import GraphConfig, GraphVariant
-from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
-from parlai_docgraph.agents.graph_selector.background import EpisodeBackground
-from parlai_docgraph.agents.graph_selector.batch import GraphProvider, collate_examples, shuffled_order
-from parlai_docgraph.agents.graph_selector.evaluation import concept_metrics, ranking_replies, top_concepts
-from parlai_docgraph.agents.graph_selector.encoder import (
-    GraphSelectorDictionaryAgent, load_encoder, own_text_types, resolve_pooling,
+from parlai_docgraph.agents.base import (
+    FullyQualifiedOptMixin, WeightsOnlyLoadMixin, fill_saved_opt, qualified_name,
 )
-from parlai_docgraph.agents.graph_selector.inputs import add_format_tokens
 from parlai_docgraph.agents.graph_selector.args import SAVED_BEFORE, add_selector_args
-from parlai_docgraph.agents.graph_selector.messages import (
-    check_has_candidates, message_passages, multi_reference_gold, passages_or_empty, recent_turns,
+from parlai_docgraph.agents.graph_selector.batching import BatchingMixin
+from parlai_docgraph.agents.graph_selector.dictionary import (
+    OLD_PATHS as OLD_DICT_PATHS, GraphSelectorDictionaryAgent,
+)
+from parlai_docgraph.agents.graph_selector.evaluation import (
+    concept_metrics, ranking_replies, top_concepts,
 )
 from parlai_docgraph.agents.graph_selector.optim import parameter_groups
-from parlai_docgraph.agents.graph_selector.prior import SimilarityPrior, last_turn
 from parlai_docgraph.agents.graph_selector.select import SelectMixin
+from parlai_docgraph.graphs.background import EpisodeBackground
+from parlai_docgraph.graphs.store import default_store_root
+from parlai_docgraph.graphs.config import GraphConfig, GraphVariant
+from parlai_docgraph.graphs.embed import FrozenSentenceVectors
+from parlai_docgraph.models.encoders import load_encoder, own_text_types, resolve_pooling
+from parlai_docgraph.models.selector.build import build_selector
+from parlai_docgraph.models.selector.common import ranking_loss
+from parlai_docgraph.models.selector.inputs import add_format_tokens
+from parlai_docgraph.models.selector.prior import SimilarityPrior
+from parlai_docgraph.models.selector.provider import GraphProvider
 
 
-class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMixin, TorchRankerAgent):
+class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMixin, BatchingMixin,
+                         TorchRankerAgent):
     """
     Ranks knowledge sentences with an edge-aware graph attention network over the
     dialog-aware document graph (Li et al., 2022) and its baselines; see the module
@@ -107,9 +112,10 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
     @classmethod
     def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
         """Models saved before an option existed keep what they did (:data:`.args.SAVED_BEFORE`)."""
-        opt_from_disk = super().upgrade_opt(opt_from_disk)
-        for key, value in SAVED_BEFORE.items():
-            opt_from_disk.setdefault(key, value)
+        opt_from_disk = fill_saved_opt(super().upgrade_opt(opt_from_disk), add_selector_args,
+                                       SAVED_BEFORE)
+        if opt_from_disk.get("dict_class") in OLD_DICT_PATHS:  # the class has moved
+            opt_from_disk["dict_class"] = qualified_name(GraphSelectorDictionaryAgent)
         return opt_from_disk
 
     @staticmethod
@@ -137,16 +143,12 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
 
     # ------------------------------------------------------------------ model
     def build_model(self):
-        from parlai_docgraph.models.selector.multilevel import MultiLevelSelector
-        from parlai_docgraph.models.selector.dialog_aware import DialogAwareSelector
-
         opt = self.opt
         encoder, self.tokenizer = load_encoder(opt["encoder_model"])
         add_format_tokens(encoder, self.tokenizer, opt["input_format"])
         node_encoder = None
         config = GraphConfig.from_opt(opt)
-        variant = config.variant
-        if not variant.text_only:
+        if not config.variant.text_only:
             node_encoder = self._frozen_encoder()  # frozen node features (Li 2.1)
         pooling = resolve_pooling(opt)
         store = None
@@ -159,25 +161,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                                     memo_size=opt["graph_memo_size"],
                                     embed_cache=embed_cache, pooling=pooling,
                                     own_text=own_text_types(opt))
-        dim = encoder.config.hidden_size
-        if variant is GraphVariant.MULTILEVEL:
-            model = MultiLevelSelector(
-                dim, hidden=opt["gat_hidden"], heads=opt["gat_heads"],
-                num_layers=opt["gat_layers"], dropout=opt["selector_dropout"],
-                alpha=opt["word_loss_alpha"], context_encoder=encoder, pooling=pooling,
-                relevance=self._uses_relevance())
-        else:
-            model = DialogAwareSelector(
-                dim, dim, hidden=opt["selector_hidden"], num_layers=opt["selector_layers"],
-                type_dim=opt["type_dim"], heads=opt["selector_heads"],
-                variant=(GraphVariant.NONE if variant is GraphVariant.PATHS else variant).value,
-                num_negatives=opt["num_negatives"],
-                concept_loss_weight=opt["concept_loss_weight"],
-                concept_loss_mean=opt["concept_loss_mean"],
-                share_layers=opt["share_layers"], dropout=opt["selector_dropout"],
-                context_encoder=encoder, pooling=pooling,
-                relevance=self._uses_relevance(),
-            )
+        model = build_selector(config, encoder, opt, pooling, self._uses_relevance())
         self.priors = self._build_prior(encoder, node_encoder)
         return model
 
@@ -234,107 +218,6 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
     def selector(self):
         """The selector module, unwrapped from DDP / DataParallel."""
         return getattr(self.model, "module", self.model)
-
-    # ------------------------------------------------------------------ vectorize
-    def observe(self, observation):
-        """TorchAgent's observe, plus the message's ``--background`` pool (per episode)."""
-        if self._episode_over:
-            self.background.reset()
-        check_has_candidates(observation)
-        obs = super().observe(observation)
-        self._episode_over = bool(obs.get("episode_done"))
-        if (self.graphs.uses_graph and not obs.is_padding() and "text" in obs
-                and obs.get("label_candidates")):
-            before = self.background.pool
-            pool = message_passages(obs)
-            # a graph the teacher attached (--attach-graphs) stands for this pool's when its
-            # key is the provider's own (same graph options): no store read, no build
-            self.graphs.offer(pool, obs.get("knowledge_graph_key"), obs.get("knowledge_graph"))
-            obs["background_passages"] = self.background.observe(
-                pool, obs.get("first_turn_passages"))
-            grew = before is not None and self.background.previous == before
-            obs["background_base"] = before if grew else None
-        return obs
-
-    def reset(self):
-        super().reset()
-        self.background.reset()
-        self._episode_over = False
-
-    def _set_text_vec(self, obs, history, truncate):
-        """Keep the dialogue context string, cut to the last ``--context-turns`` utterances
-        whether it comes from the history or from the message (the ``-m docgraph`` pipeline
-        hands its own history in ``full_text``, which must be cut the same way); the HF
-        tokenizer runs in ``batchify``."""
-        if "text" in obs:
-            text = obs.get("full_text")
-            if text is None:
-                text = history.get_history_str()
-            obs.force_set("full_text", recent_turns(text if text is not None else obs["text"],
-                                                    self.opt["context_turns"]))
-        return obs
-
-    def _set_label_vec(self, obs, add_start, add_end, truncate):
-        return obs
-
-    def _set_label_cands_vec(self, *args, **kwargs):
-        return args[0]
-
-    def is_valid(self, obs) -> bool:
-        return (not obs.is_padding() and "text" in obs
-                and bool(obs.get("label_candidates")))
-
-    def batchify(self, obs_batch, sort=False):
-        batch = super().batchify(obs_batch, sort=False)
-        if batch.batchsize == 0:
-            return batch
-        exs = [obs_batch[i] for i in batch.valid_indices.tolist()]
-        training = any("labels" in ex for ex in exs)
-        passages, bases, cands, gold, contexts, multi = [], [], [], [], [], []
-        for ex in exs:
-            pool = ex.get("background_passages")
-            if pool is None and self.graphs.uses_graph:
-                pool = message_passages(ex)
-            cs = list(ex["label_candidates"])
-            labels = ex.get("labels", ex.get("eval_labels")) or ()
-            label = next((lab for lab in labels if lab in cs), None)
-            if training and label is None and labels:
-                label = labels[0]
-                cs.append(label)  # the gold must be rankable; shuffling hides where it went
-            if training and self.opt["shuffle_candidates"]:
-                cs = [cs[i] for i in shuffled_order(len(cs), self._rng)]
-            passages.append(pool or [])
-            bases.append(ex.get("background_base"))
-            cands.append(cs)
-            # -1: labelled, but the label is not among the candidates; -2: no label
-            gold.append(cs.index(label) if label is not None else (-1 if labels else -2))
-            contexts.append(ex.get("full_text") or ex.get("text") or "")
-            multi.append(None if training or not ex.get("multi_checked_sentences") else
-                         multi_reference_gold(ex, cs, pool or passages_or_empty(ex)))
-        fields = self._collate(passages, cands, gold, contexts,
-                               [ex.get("text") or "" for ex in exs], bases)
-        for key, value in fields.items():
-            batch[key] = value
-        batch["candidates"] = cands
-        batch["turns"] = [ex.get("text") or "" for ex in exs]
-        batch["multi_relevant"] = multi
-        batch["is_training"] = training
-        return batch
-
-    def _collate(self, passages, cands, gold, contexts, turns, bases=None) -> Dict[str, Any]:
-        """:func:`collate_examples` with this agent's options (``turns``: each example's
-        message text, whose last line is the turn node relevance is measured against)."""
-        opt = self.opt
-        return collate_examples(
-            self.graphs, passages, cands, gold, contexts, self.tokenizer, self._pair_limit(),
-            bases, opt["path_hops"], opt["path_max_tuples"] or None,
-            opt["input_format"],
-            questions=[last_turn(t) for t in turns] if self._uses_relevance() else None)
-
-    def _pair_limit(self) -> int:
-        """``--pair-truncate``, capped at what the encoder can number (RoBERTa: 512, not 514)."""
-        model = getattr(self.model, "module", self.model)
-        return encoder_limit(model.context_encoder, self.tokenizer, self.opt["pair_truncate"])
 
     # ------------------------------------------------------------------ forward
     def _forward(self, batch, with_gold: bool):

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from parlai.core.params import ParlaiParser
 
-from parlai_docgraph.agents.graph_selector.background import BACKGROUNDS
-from parlai_docgraph.agents.graph_selector.encoder import MINILM, add_node_text_arg, add_pooling_arg
-from parlai_docgraph.agents.graph_selector.inputs import add_input_format_args
-from parlai_docgraph.agents.graph_selector.optim import add_learning_rate_args
-from parlai_docgraph.agents.graph_selector.prior import add_prior_args
+from typing import Any
+
+from parlai_docgraph.graphs.background import BACKGROUNDS
 from parlai_docgraph.graphs.config import GraphConfig
+from parlai_docgraph.models.encoders import MINILM, NODE_TEXT_ENCODINGS, POOLING_CHOICES
+from parlai_docgraph.models.selector.inputs import INPUT_FORMATS
+from parlai_docgraph.agents.graph_selector.optim import GRAPH_LR
+from parlai_docgraph.models.selector.prior import ENCODERS
 
 #: what models saved before an option existed did (the agent's ``upgrade_opt``): the first
 #: token pooled, no node relevance, no own loss, the pooled concept-loss mean, the concept
@@ -125,3 +127,75 @@ def add_selector_args(parser: ParlaiParser) -> None:
     group.add_argument("--shuffle-candidates", type="bool", default=True,
                        help="shuffle candidate order in training so order never leaks "
                        "the label (ParlAI#1570)")
+
+
+def add_input_format_args(group: Any) -> None:
+    """Register ``--input-format`` on an argument group."""
+    group.add_argument(
+        "--input-format", type=str, default="li", choices=list(INPUT_FORMATS),
+        help="encoder input of each candidate: li: the pair [CLS] s_i [SEP] x [SEP] (Li et "
+        "al. Eq. 1); zhang_tan: '[user] u [agent] u ... [user] u_n [know] s_i' with three "
+        "added special tokens (Zhang & Tan 3.3 Eq. 2; their recipe uses --context-turns 4)")
+
+
+def add_pooling_arg(group: Any) -> None:
+    """Register ``--encoder-pooling``."""
+    group.add_argument(
+        "--encoder-pooling", type=str, default="cls", choices=list(POOLING_CHOICES),
+        help="how a text becomes one vector, for the Eq. 1 context node (fine-tuned encoder) "
+        "and the sentence/passage node features (frozen copy): cls = first token (Li et al. "
+        "2.1 and Eq. 1, RoBERTa; the default), mean = mean over the tokens; auto = the "
+        "checkpoint's own pooling (mean for sentence-transformers folders that say so, such "
+        "as minilm-l6; cls otherwise). parlai_docgraph/bench/graph_at_defaults.md: mean did not "
+        "measurably help the graph on docgraph:expedition, so the paper's cls stays default")
+
+
+def add_node_text_arg(group: Any) -> None:
+    """Register ``--node-text-encoding``."""
+    group.add_argument(
+        "--node-text-encoding", type=str, default="auto", choices=list(NODE_TEXT_ENCODINGS),
+        help="initial vectors of the graph's non-sentence nodes (frozen encoder): "
+        "in_sentence = a concept/word node is the mean of its mention's tokens in its "
+        "sentence's encoding, a title (passage/topic node) its text pooled by "
+        "--encoder-pooling (Li et al. 2.1); own_text = each topic, word, concept and "
+        "passage node encodes its own text alone, mean-pooled (Zhang & Tan 3.3 Eq. 1); "
+        "auto = own_text for --graph-variant multilevel, in_sentence otherwise")
+
+
+def add_learning_rate_args(group: Any) -> None:
+    """Register ``--encoder-learningrate`` and ``--graph-learningrate`` (names.md)."""
+    group.add_argument(
+        "--encoder-learningrate", type=float, default=None,
+        help="learning rate of the pretrained encoder's parameters (the fine-tuned "
+        "context/sentence encoder of Eq. 1; the frozen node-feature copy is not trained); "
+        "default: -lr (3e-5, Li et al.'s single rate)")
+    group.add_argument(
+        "--graph-learningrate", type=float, default=GRAPH_LR,
+        help="learning rate of every other parameter: node and context projections, node- "
+        "and edge-type embeddings, EGAT/GAT layers, sentence, concept, segment and word "
+        "heads (Zhang & Tan: 2e-3 for non-encoder parameters; Li et al. give one rate only, "
+        "-lr, for everything: set this to the -lr value to reproduce that)")
+
+
+def add_prior_args(group: Any) -> None:
+    """Register ``--similarity-prior``, ``--similarity-prior-encoder`` and ``--zero-shot-prior``."""
+    group.add_argument(
+        "--zero-shot-prior", type=float, default=0.0,
+        help="mu: also add mu * cosine(last turn, candidate) under the frozen, never trained "
+        "encoder, in training and inference (0: off; the papers have no such term): keeps "
+        "the zero-shot ranking beside a fine-tuned --similarity-prior-encoder shared term")
+    group.add_argument(
+        "--similarity-prior", type=float, default=0.0,
+        help="lambda: add lambda * cosine(last turn, candidate) of mean-pooled sentence "
+        "embeddings to every candidate's score, in training and inference (0: off, the "
+        "papers' model; the offline zoo sample model uses it to start from MiniLM's "
+        "zero-shot ranking)")
+    group.add_argument(
+        "--own-loss-weight", type=float, default=0.0,
+        help="w > 0: with similarity terms, also train the model's own scores (without the "
+        "terms) to rank alone, adding w * their ranking loss (Eq. 6) in training")
+    group.add_argument(
+        "--similarity-prior-encoder", type=str, default="shared", choices=ENCODERS,
+        help="encoder of the similarity term: 'shared' = the selector's fine-tuned encoder "
+        "(trained as a bi-encoder too, at --encoder-learningrate), 'frozen' = the untrained "
+        "copy (a fixed prior)")

@@ -15,82 +15,15 @@ No ParlAI imports.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import List, Optional, Sequence, Set
 
-KNOWLEDGE_SEPARATOR = "__knowledge__"
-NO_PASSAGE = "no_passages_used"
+from parlai.core.message import Message
 
-Passages = List[Tuple[str, List[str]]]
+from parlai_docgraph.graphs.knowledge_lines import (
+    NO_PASSAGE, Passages, candidate_sentence_text, passages_from_lines,
+)
 
-
-def _split_line(line: str, titles: Sequence[str]) -> Optional[Tuple[str, str]]:
-    """``(title, sentence)`` of one knowledge line, ``None`` when it cannot be split exactly."""
-    sep = f" {KNOWLEDGE_SEPARATOR} "
-    if sep in line:
-        title, sent = line.split(sep, 1)
-        return title, sent
-    for title in sorted((t for t in titles if t), key=len, reverse=True):
-        if line.startswith(title + " "):
-            return title, line[len(title) + 1:]
-    return None
-
-
-def _common_word_prefix(a: str, b: str) -> str:
-    words = []
-    for x, y in zip(a.split(" "), b.split(" ")):
-        if x != y:
-            break
-        words.append(x)
-    return " ".join(words)
-
-
-def passages_from_lines(lines: Sequence[str], known_titles: Sequence[str] = ()) -> Passages:
-    """
-    Knowledge lines (``title [__knowledge__] sentence``) back into ``(title, [sentences])``
-    passages, consecutive lines of one title forming one passage.
-
-    With the separator the split is exact. Without it, a line starting with a known title
-    (``chosen_topic``, ``title``) splits there; for any other run of lines the title is the
-    longest word prefix its consecutive lines share (a passage of one sentence there keeps
-    its first word as title). Such a guessed title only shapes the graph's passage nodes:
-    every ``f"{title} {sentence}"`` still equals its line, so candidates map back exactly.
-    ``--include-knowledge-separator true`` on ParlAI's teacher removes the guess.
-    """
-    nochosen = f"{NO_PASSAGE} {NO_PASSAGE}"
-    rest = [line for line in lines if line.strip() and line.strip() != nochosen]
-    rows: List[Optional[Tuple[str, str]]] = [_split_line(line, known_titles) for line in rest]
-    i = 0
-    while i < len(rows):  # guess titles of the unsplit runs
-        if rows[i] is not None:
-            i += 1
-            continue
-        j = i
-        while j < len(rows) and rows[j] is None:
-            j += 1
-        k = i
-        while k < j:
-            title = ""
-            if k + 1 < j:
-                title = _common_word_prefix(rest[k], rest[k + 1])
-            if not title or title == rest[k]:
-                title = rest[k].split(" ", 1)[0]
-            end = k + 1
-            while end < j and rest[end].startswith(title + " "):
-                end += 1
-            for m in range(k, end):
-                rows[m] = (title, rest[m][len(title) + 1:])
-            k = end
-        i = j
-    passages: Passages = []
-    for title, sent in rows:  # type: ignore[misc]
-        if passages and passages[-1][0] == title:
-            passages[-1][1].append(sent)
-        else:
-            passages.append((title, [sent]))
-    return passages
-
-
-def message_passages(obs: Any) -> Passages:
+def message_passages(obs: Message) -> Passages:
     """
     The knowledge pool of a message as ``(title, [sentences])`` pairs, from (first found)
     ``knowledge_passages`` (docgraph teachers), ParlAI's ``knowledge`` text lines, or its
@@ -114,34 +47,7 @@ def message_passages(obs: Any) -> Passages:
         f"chosen_sent); message fields were {sorted(obs.keys())}")
 
 
-def candidate_sentences(passages: Passages, candidates: Sequence[str]) -> List[int]:
-    """
-    Global sentence index (over ``passages`` in order) of each candidate line
-    (``"{title} {sentence}"`` or ``"{title} __knowledge__ {sentence}"``, as the WoW teachers
-    write knowledge lines), -1 for a candidate that is no knowledge sentence
-    (``no_passages_used``). A line that occurs twice maps to its first sentence.
-    """
-    lookup: Dict[str, int] = {}
-    g = 0
-    for title, sents in passages:
-        for sent in sents:
-            for line in (f"{title} {sent}", f"{title} {KNOWLEDGE_SEPARATOR} {sent}"):
-                lookup.setdefault(line.strip(), g)
-            g += 1
-    return [lookup.get(c.strip(), -1) for c in candidates]
-
-
-def candidate_sentence_text(candidate: str, passages: Passages) -> str:
-    """The sentence part of a candidate line (its title cut off), or the line itself."""
-    index = candidate_sentences(passages, [candidate])[0]
-    if index >= 0:
-        flat = [s for _, sents in passages for s in sents]
-        return flat[index]
-    split = _split_line(candidate, [t for t, _ in passages])
-    return split[1] if split else candidate
-
-
-def multi_reference_gold(obs: Any, candidates: Sequence[str], passages: Passages) -> Optional[List[bool]]:
+def multi_reference_gold(obs: Message, candidates: Sequence[str], passages: Passages) -> Optional[List[bool]]:
     """
     Holl-E multi-reference relevance (``docgraph:holle:multi``): candidate ``i`` is relevant
     when its sentence is any of ``multi_checked_sentences`` (``no_passages_used`` there makes
@@ -160,7 +66,7 @@ def multi_reference_gold(obs: Any, candidates: Sequence[str], passages: Passages
     return out
 
 
-def check_has_candidates(msg) -> None:
+def check_has_candidates(msg: Optional[Message]) -> None:
     """
     ``ValueError`` for a labelled message without knowledge candidates: the selector ranks
     ``label_candidates`` and would otherwise skip every such example (``exps: 0``) and fail
@@ -187,7 +93,7 @@ def recent_turns(history: str, turns: int) -> str:
     return "\n".join(lines[-turns:]) if lines else history
 
 
-def passages_or_empty(obs) -> List:
+def passages_or_empty(obs: Message) -> List:
     """The message's pool where it has one (multi-reference matching), else ``[]``."""
     try:
         return message_passages(obs)

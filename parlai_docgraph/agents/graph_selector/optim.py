@@ -27,24 +27,11 @@ ENCODER_PREFIX = "context_encoder."
 GRAPH_LR = 2e-3
 
 
-def add_learning_rate_args(group) -> None:
-    """Register ``--encoder-learningrate`` and ``--graph-learningrate`` (names.md)."""
-    group.add_argument(
-        "--encoder-learningrate", type=float, default=None,
-        help="learning rate of the pretrained encoder's parameters (the fine-tuned "
-        "context/sentence encoder of Eq. 1; the frozen node-feature copy is not trained); "
-        "default: -lr (3e-5, Li et al.'s single rate)")
-    group.add_argument(
-        "--graph-learningrate", type=float, default=GRAPH_LR,
-        help="learning rate of every other parameter: node and context projections, node- "
-        "and edge-type embeddings, EGAT/GAT layers, sentence, concept, segment and word "
-        "heads (Zhang & Tan: 2e-3 for non-encoder parameters; Li et al. give one rate only, "
-        "-lr, for everything: set this to the -lr value to reproduce that)")
 
 
 def encoder_rate(opt: Opt) -> float:
     """``--encoder-learningrate``, or ``-lr`` when it is unset."""
-    rate = opt.get("encoder_learningrate")
+    rate = opt["encoder_learningrate"]
     return float(opt["learningrate"] if rate is None else rate)
 
 

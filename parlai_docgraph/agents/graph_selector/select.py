@@ -15,7 +15,22 @@ from parlai_docgraph.models.selector.common import rank_candidates
 
 
 class SelectMixin:
-    """Adds :meth:`select` to :class:`~.graph_selector.GraphSelectorAgent`."""
+    """Adds :meth:`select` and :meth:`scored_graph` to
+    :class:`~.graph_selector.GraphSelectorAgent`."""
+
+    def scored_graph(self) -> Optional[Any]:
+        """
+        The document graph this selector scored for its last observed message: the graph
+        provider's own (memo or store: never a second build, so ``--graph-variant``,
+        ``--graph-parser``, ``--graph-coref`` and the store are those of the scoring);
+        ``None`` when the selector scores no graph (``--graph-variant none``) or the
+        message had no knowledge pool.
+        """
+        observed = getattr(self, "observation", None) or {}
+        pool = observed.get("background_passages")
+        if not self.graphs.uses_graph or not pool:
+            return None
+        return self.graphs.get(pool, observed.get("background_base")).graph
 
     @torch.no_grad()
     def select(self, passages, context: str, candidates: Optional[List[str]] = None

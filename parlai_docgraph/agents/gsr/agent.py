@@ -44,11 +44,13 @@ from parlai.core.params import ParlaiParser
 from parlai.core.torch_generator_agent import PPLMetric, TorchGeneratorAgent
 from parlai.utils import logging
 
-from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin
+from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin, fill_saved_opt
 from parlai_docgraph.agents.gpt2_responder.dictionary import HF_SUFFIX, ResponderDictionaryAgent, saved_hf_dir
-from parlai_docgraph.agents.gsr.args import SAVED_BEFORE, add_gsr_args
+from parlai_docgraph.agents.gsr.args import (
+    DECODING_KEY, DECODING_VERSION, SAVED_BEFORE, add_gsr_args, upgrade_decoding,
+)
 from parlai_docgraph.agents.gsr.evaluation import GSREvalMixin
-from parlai_docgraph.agents.gsr.inputs import GSRInputs, make_linearizer
+from parlai_docgraph.models.gsr.inputs import GSRInputs, make_linearizer
 from parlai_docgraph.agents.lm_adapters import adapt_lm, lm_dtype
 from parlai_docgraph.models.responder import chat
 
@@ -65,10 +67,10 @@ class GSRDictionaryAgent(ResponderDictionaryAgent):
 
     def __init__(self, opt: Opt, shared=None) -> None:
         if not shared:
-            from parlai_docgraph.models.gsr.model import load_tokenizer
+            from parlai_docgraph.models.gsr.model import load_gsr_tokenizer
 
             source = saved_hf_dir(opt) or opt["gsr_model"]
-            shared = {"hf_tokenizer": load_tokenizer(source, opt.get("datapath"), structural_tokens(opt))}
+            shared = {"hf_tokenizer": load_gsr_tokenizer(source, opt.get("datapath"), structural_tokens(opt))}
         super().__init__(opt, shared)
 
 
@@ -88,12 +90,12 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
     @classmethod
     def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
         """Models saved before an option existed keep what they did then (:data:`.args.SAVED_BEFORE`)."""
-        opt_from_disk = super().upgrade_opt(opt_from_disk)
-        for key, value in SAVED_BEFORE.items():
-            opt_from_disk.setdefault(key, value)
-        return opt_from_disk
+        opt = fill_saved_opt(super().upgrade_opt(opt_from_disk), add_gsr_args, SAVED_BEFORE)
+        return upgrade_decoding(opt)
 
     def __init__(self, opt: Opt, shared=None) -> None:
+        opt = Opt(opt)
+        opt.setdefault(DECODING_KEY, DECODING_VERSION)  # saved with the model
         super().__init__(opt, shared)
         o = self.opt
         if shared is not None:
@@ -122,7 +124,7 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
         """``--gsr-chat-template`` resolved: a causal LM whose tokenizer has a template."""
         from parlai_docgraph.models.gsr.model import is_causal
 
-        setting = self.opt.get("gsr_chat_template") or "false"
+        setting = self.opt["gsr_chat_template"]
         causal = is_causal(self.gsr().lm.config)
         if setting == "true" and not causal:
             raise ValueError("--gsr-chat-template true needs a decoder-only --gsr-model")
@@ -193,7 +195,7 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
         from parlai_docgraph.kg import fields as kg_fields
 
         if "kg_candidates" not in ex:
-            kg_file = ex.get("kg_file") or self.opt.get("gsr_kg_file")
+            kg_file = ex.get("kg_file") or self.opt["gsr_kg_file"]
             if not kg_file:
                 raise ValueError(
                     "DialogGSR needs per-turn candidates: use a docgraph KG teacher "
@@ -244,7 +246,7 @@ class GSRAgent(GSREvalMixin, WeightsOnlyLoadMixin, FullyQualifiedOptMixin, Torch
         return super().train_step(batch)
 
     def _rng(self, i: int) -> random.Random:
-        return random.Random(f"{self.opt.get('gsr_seed', 0)}-{self._number_training_updates}-{i}")
+        return random.Random(f"{self.opt['gsr_seed']}-{self._number_training_updates}-{i}")
 
     def stage_pairs(self, batch) -> Dict[str, List[tuple]]:
         """``{objective: [(example index, source ids, target ids), ...]}`` for this update."""

@@ -21,6 +21,32 @@ CONSTRAINTS = ("none", "hard", "connection", "katz")
 #: (``--gsr-retriever-model-file``) decodes with the caller's values of these
 RETRIEVAL_OPTIONS = ("gsr_constraint", "gsr_alpha", "katz_beta", "katz_adjacency", "gsr_lm_norm",
                      "gsr_length_penalty", "gsr_num_beams", "gsr_retrieval_steps")
+#: the response's decoding defaults (ParlAI's options, :mod:`parlai_docgraph.models.decoding`):
+#: beam search of --beam-size, no minimum, HF's length penalty 1
+RESPONSE_DECODING: Dict[str, Any] = {"inference": "beam", "beam_length_penalty": 1.0,
+                                     "beam_min_length": 0}
+#: ``opt[DECODING_KEY]`` of models whose response decodes through ParlAI's generation
+#: options; a model saved before (without the key) decoded its response with beam search of
+#: --beam-size and --gsr-length-penalty (:func:`upgrade_decoding`)
+DECODING_KEY, DECODING_VERSION = "gsr_decoding_version", 2
+
+
+def upgrade_decoding(opt: Dict[str, Any]) -> Dict[str, Any]:
+    """``opt`` of a model file saved before :data:`DECODING_KEY`: the generation options that
+    reproduce its response decoding (beam search, ``--gsr-length-penalty``, no minimum of new
+    tokens: the old ``min_length`` counted the decoder's start token), except those this
+    run overrides."""
+    if DECODING_KEY in opt:
+        return opt
+    given = opt.get("override") or {}
+    old = {**RESPONSE_DECODING, "beam_length_penalty": opt.get("gsr_length_penalty", 1.0)}
+    for key, value in old.items():
+        if key not in given:
+            opt[key] = value
+    opt[DECODING_KEY] = DECODING_VERSION
+    return opt
+
+
 #: what models saved before an option existed did (``upgrade_opt``)
 SAVED_BEFORE: Dict[str, Any] = {"katz_adjacency": "binary", "gsr_lm_norm": "vocab",
                                 "gsr_chat_template": "false"}
@@ -50,7 +76,8 @@ def add_gsr_args(parser: ParlaiParser) -> None:
                    "beta below 1 / largest adjacency eigenvalue for the full series; here "
                    "walks stop at --gsr-hops, so any 0 < beta < 1 is finite)")
     g.add_argument("--gsr-length-penalty", type=float, default=1.0,
-                   help="length penalty of the path-retrieval and response beams (HF generate "
+                   help="length penalty of the path-retrieval beams (the response decodes with "
+                   "ParlAI's --inference, --beam-size, --beam-length-penalty, ...; HF generate "
                    "semantics: beam score = sum log p / length^penalty). Park et al. give "
                    "the beam size of constrained decoding (b = 5, App. B.1) but no length "
                    "penalty; 1.0 is HF's default")
@@ -111,4 +138,4 @@ def add_gsr_args(parser: ParlaiParser) -> None:
     add_adapter_args(parser)
     # interactive: show the retrieved subgraph next to the reply
     parser.set_defaults(optimizer="adamw", learningrate=1e-3, gradient_clip=1.0,
-                        display_add_fields="retrieved")
+                        display_add_fields="retrieved", **RESPONSE_DECODING)

@@ -111,7 +111,7 @@ class GSREvalMixin:
         beams_n = int(opt["gsr_num_beams"])
         steps = max(int(opt["gsr_retrieval_steps"]), 1)
         hops = self.linearizer.max_hops
-        adjacency = opt.get("katz_adjacency", "count")
+        adjacency = opt["katz_adjacency"]
         scores = [entity_scores(kg, info, constraint, float(opt["katz_beta"]), hops, adjacency)
                   for kg, info in zip(kgs, infos)]
         indexes = [self.inputs.path_index(info["candidates"]) for info in infos]
@@ -138,7 +138,7 @@ class GSREvalMixin:
                 num_return=beams_n,
                 max_new_tokens=longest + 2,
                 alpha=float(opt["gsr_alpha"]),
-                lm_norm=opt.get("gsr_lm_norm", "allowed"),
+                lm_norm=opt["gsr_lm_norm"],
             )
             still = []
             for b, h in zip(active, hyps):
@@ -188,7 +188,7 @@ class GSREvalMixin:
 
     def _response_metrics(self, infos, texts: List[str]) -> None:
         cols: Dict[str, List[Optional[float]]] = {}
-        lower = bool(self.opt.get("gsr_bleu_lowercase", False))
+        lower = bool(self.opt["gsr_bleu_lowercase"])
         f1s = []
         corpus: List[Optional[List[int]]] = []
         for info, text in zip(infos, texts):
@@ -222,7 +222,7 @@ class GSREvalMixin:
         if self.stage == "pretrain":
             return Output([""] * len(infos))
         kgs = [example_kg(info) for info in infos]
-        need_retrieval = self.stage in ("retrieve", "all") or self.opt.get("gsr_eval_knowledge") == "retrieved"
+        need_retrieval = self.stage in ("retrieve", "all") or self.opt["gsr_eval_knowledge"] == "retrieved"
         got: List[List[Path]] = [[] for _ in infos]
         if need_retrieval:
             first, got = self.retrieval_agent().retrieve(infos, kgs)
@@ -230,14 +230,13 @@ class GSREvalMixin:
         if self.stage == "retrieve":
             return Output([self.linearizer.linearize(g[:1]) for g in got])
         knowledge = got
-        if self.opt.get("gsr_eval_knowledge") == "gold" and self.stage == "respond":
+        if self.opt["gsr_eval_knowledge"] == "gold" and self.stage == "respond":
             knowledge = [[p for p in info["gold"] if len(p) <= self.linearizer.max_hops] for info in infos]
         sources = [self.inputs.respond_source(info["context"], k) for info, k in zip(infos, knowledge)]
-        hyps = self.gsr().generate_text(
-            sources, num_beams=max(self.beam_size, 1), max_new_tokens=self.label_truncate or 64,
-            min_length=int(self.opt["beam_min_length"] or 0),
-            length_penalty=float(self.opt["gsr_length_penalty"]),
-        )
+        from parlai_docgraph.models.decoding import generation_config
+
+        config = generation_config(self.opt, max(self.beam_size, 1), self.label_truncate or 64)
+        hyps = self.gsr().generate_text(sources, config)
         tok = self.dict.hf_tokenizer
         texts = [tok.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False).strip() for ids, _ in hyps]
         self._response_metrics(infos, texts)

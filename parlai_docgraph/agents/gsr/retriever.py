@@ -33,9 +33,9 @@ def load_retriever(opt: Opt, tokenizer: Any) -> Any:
     from parlai.core.agents import create_agent_from_model_file
 
     path = opt["gsr_retriever_model_file"]
-    if opt.get("gsr_stage") != "respond":
+    if opt["gsr_stage"] != "respond":
         raise ValueError(f"--gsr-retriever-model-file is for --gsr-stage respond (the response "
-                         f"stage after a retrieve-stage model), got --gsr-stage {opt.get('gsr_stage')}")
+                         f"stage after a retrieve-stage model), got --gsr-stage {opt['gsr_stage']}")
     overrides = {key: opt[key] for key in RETRIEVAL_OPTIONS if key in opt}
     overrides.update(gsr_stage="retrieve", gsr_retriever_model_file=None,
                      datapath=opt["datapath"], no_cuda=opt.get("no_cuda", False))

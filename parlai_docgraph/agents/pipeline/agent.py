@@ -39,16 +39,18 @@ from parlai.core.params import ParlaiParser
 from parlai.utils import logging
 
 from parlai_docgraph.atomic import write_text_atomic
-from parlai_docgraph.agents.base import qualified_name
-from parlai_docgraph.agents.pipeline.interactive import (
-    LOAD_REFUSED, Passages, build_graph, check_user_text, write_turn_graph,
-)
-from parlai_docgraph.graphs.cache import default_store_root
+from parlai_docgraph.agents.base import fill_saved_opt, qualified_name
+from parlai_docgraph.graphs.corpus import Pool as Passages
+from parlai_docgraph.graphs.store import default_store_root
 from parlai_docgraph.graphs.retrieval import DocumentIndex, retrieval_summary
-from parlai_docgraph.agents.graph_selector.messages import NO_PASSAGE
-from parlai_docgraph.agents.pipeline.args import add_pipeline_args, pipeline_defaults
+from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.agents.pipeline.args import (
+    add_part_args, add_pipeline_args,
+)
+from parlai_docgraph.graphs.render import write_turn_graph
 from parlai_docgraph.agents.pipeline.messages import (
-    merge_metrics, part_opt, part_overrides, read_selection, selector_message,
+    LOAD_REFUSED, check_user_text, merge_metrics, part_opt, part_overrides, read_selection,
+    selector_message,
 )
 
 PARTS = ("selector", "responder")
@@ -68,10 +70,10 @@ class DocgraphAgent(Agent):
         from parlai_docgraph.agents.gpt2_responder.agent import GPT2ResponderAgent
         from parlai_docgraph.agents.graph_selector.agent import GraphSelectorAgent
 
-        # both parts' options; ParlAI's parser resolves clashes in favour of the last one,
-        # so the generator's decoding options (--inference, --topk) are the responder's
-        GraphSelectorAgent.add_cmdline_args(parser, partial_opt)
-        GPT2ResponderAgent.add_cmdline_args(parser, partial_opt)
+        # both parts' options; an option they declare differently is settled in
+        # args.SETTLED (the decoding options --inference, --topk are the responder's)
+        add_part_args(parser, lambda p: GraphSelectorAgent.add_cmdline_args(p, partial_opt),
+                      lambda p: GPT2ResponderAgent.add_cmdline_args(p, partial_opt))
         add_pipeline_args(parser)
         parser.set_defaults(
             display_add_fields="docgraph_note,selected_sentence,top_concepts",
@@ -85,10 +87,7 @@ class DocgraphAgent(Agent):
     @classmethod
     def upgrade_opt(cls, opt_from_disk: Opt) -> Opt:
         """A model file saved before a pipeline option existed gets its default."""
-        opt = super().upgrade_opt(opt_from_disk)
-        for key, value in pipeline_defaults().items():
-            opt.setdefault(key, value)
-        return opt
+        return fill_saved_opt(super().upgrade_opt(opt_from_disk), add_pipeline_args, {})
 
     def __init__(self, opt: Opt, shared=None) -> None:
         opt = Opt(opt)
@@ -113,7 +112,7 @@ class DocgraphAgent(Agent):
         self._notes: List[str] = []
         self._told_no_knowledge = False
         self._told_history_cut = False
-        if shared is None and opt.get("documents"):
+        if shared is None and opt["documents"]:
             self.load_documents(opt["documents"])
 
     # ------------------------------------------------------------------ documents
@@ -136,16 +135,11 @@ class DocgraphAgent(Agent):
         elif not self.documents:
             self._notes.append("no document loaded: replies use no knowledge")
 
-    def turn_graph(self) -> Any:
-        """The document graph the selector scored on the last turn (its provider's memo: no
-        second build); the default semantic graph of the turn's pool for a selector
-        without a graph."""
-        graphs = getattr(self.selector, "graphs", None)
-        observed = getattr(self.selector, "observation", None) or {}
-        pool = observed.get("background_passages")
-        if graphs is not None and graphs.uses_graph and pool:
-            return graphs.get(pool, observed.get("background_base")).graph
-        return build_graph(self.turn_pool)
+    def turn_graph(self) -> Optional[Any]:
+        """The document graph the selector scored on the last turn
+        (:meth:`~.graph_selector.select.SelectMixin.scored_graph`: no second build);
+        ``None`` for a selector that scores no graph (``--graph-variant none``)."""
+        return self.selector.scored_graph()
 
     def _interactive_turn(self, msg: Message) -> Optional[Message]:
         """
@@ -182,12 +176,12 @@ class DocgraphAgent(Agent):
         from parlai_docgraph.agents.gpt2_responder.agent import GPT2ResponderAgent
         from parlai_docgraph.agents.gpt2_responder.dictionary import ResponderDictionaryAgent
         from parlai_docgraph.agents.graph_selector.agent import GraphSelectorAgent
-        from parlai_docgraph.agents.graph_selector.encoder import GraphSelectorDictionaryAgent
+        from parlai_docgraph.agents.graph_selector.dictionary import GraphSelectorDictionaryAgent
 
         opt = self.opt
         mf = opt.get("model_file")
         saved = f"{mf}.{part}" if mf and os.path.isfile(f"{mf}.{part}.opt") else None
-        source = saved or opt.get(f"{part}_model_file")
+        source = saved or opt[f"{part}_model_file"]
         if source:
             logging.info(f"docgraph pipeline: {part} from {source}")
             agent = create_agent_from_model_file(source, part_overrides(opt, part))
@@ -264,13 +258,20 @@ class DocgraphAgent(Agent):
         if self._notes:
             reply["docgraph_note"] = " | ".join(self._notes)
             self._notes = []
-        if self.opt.get("show_graph") and self.last_selection and self.documents:
+        if self.opt["show_graph"] and self.last_selection and self.documents:
             self._write_graph(reply)
         return reply
 
     def _write_graph(self, reply: Message) -> None:
+        graph = self.turn_graph()
+        if graph is None:
+            note = (f"--show-graph: the selector (--graph-variant "
+                    f"{self.selector.opt['graph_variant']}) scores no graph; none is written")
+            reply["docgraph_note"] = " | ".join(
+                n for n in (reply.get("docgraph_note"), note) if n)
+            return
         raw = self.observation.get("docgraph_raw", {})
-        path = write_turn_graph(self.turn_graph(), self.opt["show_graph"], self.last_selection,
+        path = write_turn_graph(graph, self.opt["show_graph"], self.last_selection,
                                 raw.get("text", ""), reply.get("text", ""))
         reply["graph_file"] = str(path)
 
@@ -300,7 +301,7 @@ class DocgraphAgent(Agent):
             reply = Message({"id": self.getID(), "episode_done": False})
             if rrep.get("text") is not None:
                 reply["text"] = rrep["text"]
-            if not training and self.opt.get("reply_mode") == "extract" \
+            if not training and self.opt["reply_mode"] == "extract" \
                     and sel["sentence"] != NO_PASSAGE:
                 reply["generated_text"] = reply.get("text")
                 reply.force_set("text", sel["sentence"])

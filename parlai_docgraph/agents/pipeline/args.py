@@ -1,11 +1,13 @@
 """
-The options of ``-m docgraph`` (the pipeline's own; the parts' options are their agents').
+The options of ``-m docgraph``: the pipeline's own (:func:`add_pipeline_args`) and how the
+two parts' options meet on one parser (:func:`add_part_args`): an option the selector and
+the responder declare differently is an error unless :data:`SETTLED` says how the pipeline
+decides it.
 """
 
 from __future__ import annotations
 
-import argparse
-from typing import Any, Dict, Union
+from typing import Any, Callable, Dict, Tuple
 
 from parlai.core.params import ParlaiParser
 
@@ -13,15 +15,50 @@ from parlai_docgraph.graphs.retrieval import DEFAULT_BUDGET
 
 REPLY_MODES = ("generate", "extract")
 
+#: options the selector and the responder declare differently (choices, type or default),
+#: and how the pipeline settles each; any other such option stops the parser
+SETTLED: Dict[str, str] = {
+    "inference": "the responder's decoding (the selector is built with --inference max)",
+    "topk": "the responder's top-k sampling (the selector returns that many text_candidates)",
+    "learningrate": "--selector-learningrate / --responder-learningrate, else -lr for both",
+    "optimizer": "one --optimizer for both parts",
+    "use_reply": "the pipeline's (label: the selector is built with use_reply none)",
+}
 
-def pipeline_defaults() -> Dict[str, Any]:
-    """Each pipeline option's default (``upgrade_opt`` fills them into older model files)."""
-    parser = argparse.ArgumentParser(add_help=False)
-    add_pipeline_args(parser)
-    return vars(parser.parse_args([]))
+
+def _declared(parser: ParlaiParser) -> Dict[str, Tuple[Any, ...]]:
+    """Every option's ``dest -> (option strings, choices, type, default)``."""
+    out = {}
+    for action in parser._actions:
+        choices = tuple(action.choices) if action.choices is not None else None
+        out[action.dest] = (tuple(action.option_strings), choices, action.type,
+                            parser.get_default(action.dest))
+    return out
 
 
-def add_pipeline_args(parser: Union[ParlaiParser, argparse.ArgumentParser]) -> None:
+def add_part_args(parser: ParlaiParser, selector: Callable[[ParlaiParser], Any],
+                  responder: Callable[[ParlaiParser], Any]) -> None:
+    """
+    Register the selector's options, then the responder's, on ``parser``. ParlAI's parser
+    lets the later declaration of an option win; an option declared differently by the two
+    that :data:`SETTLED` does not name raises ``ValueError`` naming it, so no part's option
+    is silently redefined.
+    """
+    selector(parser)
+    before = _declared(parser)
+    responder(parser)
+    after = _declared(parser)
+    clashes = sorted(dest for dest, spec in before.items()
+                     if dest in after and after[dest] != spec and dest not in SETTLED)
+    if clashes:
+        raise ValueError(
+            "-m docgraph: the selector and the responder declare "
+            + ", ".join(f"--{d.replace('_', '-')}" for d in clashes)
+            + " differently; say in agents/pipeline/args.py SETTLED how the pipeline "
+            "decides each (or rename one part's option)")
+
+
+def add_pipeline_args(parser: ParlaiParser) -> None:
     """Register the ``docgraph pipeline`` option group on ``parser``."""
     group = parser.add_argument_group("docgraph pipeline")
     group.add_argument(

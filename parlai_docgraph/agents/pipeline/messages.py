@@ -1,7 +1,8 @@
 """
 Message plumbing of the ``-m docgraph`` pipeline (selector -> responder), kept apart from
 the agent so it reads in one sitting: what the selector sees, how its choice is read back,
-how the two parts' options and metrics are combined. ParlAI types only, no models.
+how the two parts' options and metrics are combined, and what a user's chat turn may be
+(:func:`check_user_text`, :data:`LOAD_REFUSED`). ParlAI types only, no models.
 
 The selector sees every message in the ``--label-type chosen_sent`` form of the WoW
 teachers: candidates ``["no_passages_used no_passages_used", "{title} {sentence}", ...]``
@@ -17,9 +18,13 @@ from typing import Any, Dict, List, Optional, Tuple
 from parlai.core.message import Message
 from parlai.core.opt import Opt
 
-from parlai_docgraph.agents.graph_selector.messages import NO_PASSAGE, message_passages
+from parlai_docgraph.agents.graph_selector.messages import message_passages
+from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
 
 NO_CHOSEN = f"{NO_PASSAGE} {NO_PASSAGE}"
+#: the note that answers a chat message asking to load a file
+LOAD_REFUSED = ("no chat message opens a file: documents come from --documents when the chat "
+                "starts (the web chat: its Upload button or a pasted document)")
 LABEL_KEYS = ("labels", "eval_labels")
 #: options of a pipeline run that reach a part loaded from its own model file: always
 #: (the run's data and mode, and for the responder the decoding, which the pipeline governs),
@@ -120,7 +125,7 @@ def part_opt(opt: Opt, part: str, model: str, dict_class: str, model_file: Optio
     sub["model_file"] = model_file
     sub["dict_file"] = f"{model_file}.dict" if model_file else None
     sub["init_model"] = None
-    lr = opt.get(f"{part}_learningrate")
+    lr = opt[f"{part}_learningrate"]
     if lr is not None:
         sub["learningrate"] = lr
     sub["override"] = {}
@@ -140,3 +145,19 @@ def part_overrides(opt: Opt, part: str) -> Dict[str, Any]:
     if part == "selector":
         keep["interactive_candidates"] = "inline"
     return keep
+
+
+def check_user_text(text: Optional[str], max_chars: int) -> Tuple[Optional[str], Optional[str]]:
+    """
+    ``(text to use, note for the user)``: ``(None, note)`` for an empty turn; a turn
+    longer than ``max_chars`` keeps its last ``max_chars`` characters (the latest words
+    matter most to the context encoder) and says so.
+    """
+    text = (text or "").strip()
+    if not text:
+        return None, "empty message: type a question or a remark ([DONE] ends the chat)"
+    if max_chars > 0 and len(text) > max_chars:
+        return text[-max_chars:], (
+            f"your message has {len(text)} characters; only its last {max_chars} are used "
+            f"(--interactive-max-chars)")
+    return text, None

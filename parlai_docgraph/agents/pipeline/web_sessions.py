@@ -41,8 +41,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from parlai.core.agents import create_agent_from_shared
 
-from parlai_docgraph.agents.graph_selector.messages import NO_PASSAGE
-from parlai_docgraph.agents.pipeline.interactive import turn_graph_html
+from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.graphs.render import turn_graph_html
 from parlai_docgraph.models.responder.streaming import ReplyStreamer
 
 #: the longest document a browser may upload (characters)
@@ -246,7 +246,7 @@ class SessionStore:
               should_stop: Callable[[], bool]) -> None:
         agent = session.agent
         responder = agent.responder
-        generate = agent.opt.get("reply_mode") != "extract"
+        generate = agent.opt["reply_mode"] != "extract"
 
         def on_selection(selection: Dict[str, Any]) -> None:
             if agent.documents and selection["sentence"] != NO_PASSAGE:
@@ -271,10 +271,10 @@ class SessionStore:
         if out["text"] and not (generate and streamer.sent):  # extract mode: one piece
             emit({"event": "token", "text": out["text"]})
         selection = agent.last_selection
-        if agent.documents and selection and out["selected_sentence"]:
+        graph = agent.turn_graph() if agent.documents and selection else None
+        if graph is not None and out["selected_sentence"]:
             # the graph the selector scored on this turn's retrieved pool
-            out["graph_html"] = turn_graph_html(agent.turn_graph(), selection, text,
-                                                out["text"])
+            out["graph_html"] = turn_graph_html(graph, selection, text, out["text"])
         emit(out)
 
 

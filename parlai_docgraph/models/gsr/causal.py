@@ -69,12 +69,17 @@ class CausalGSRModel(GSRModel):
             return super().generate_paths(sources, tries, entity_scores, num_beams, num_return,
                                           max_new_tokens, alpha, length_penalty, lm_norm)
 
-    def generate_text(self, sources, num_beams=1, max_new_tokens=64, min_length=0,
-                      length_penalty=1.0):
-        """:meth:`GSRModel.generate_text` within the LM's positions (:meth:`fit_prompts`)."""
-        sources, max_new_tokens = self.fit_prompts(sources, max_new_tokens)
+    def generate_text(self, sources, config=None, num_beams=1, max_new_tokens=64,
+                      min_new_tokens=0, length_penalty=1.0):
+        """:meth:`GSRModel.generate_text` within the LM's positions (:meth:`fit_prompts`):
+        the reply's token cap shrinks to what the longest prompt leaves, and the minimum
+        with it."""
+        config = self.text_config(config, num_beams, max_new_tokens, min_new_tokens,
+                                  length_penalty)
+        sources, cap = self.fit_prompts(sources, config.max_new_tokens or max_new_tokens)
+        config.update(max_new_tokens=cap, min_new_tokens=min(config.min_new_tokens or 0, cap))
         with token_rows_merged(self.lm):
-            return super().generate_text(sources, num_beams, max_new_tokens, min_length, length_penalty)
+            return super().generate_text(sources, config)
 
     def encode(self, sources: Sequence[Sequence[int]]) -> Tuple[torch.Tensor, torch.Tensor]:
         ids, mask = left_pad([list(s) or [self.eos_id] for s in sources], self.pad_id)

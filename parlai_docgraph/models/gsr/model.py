@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -35,6 +35,9 @@ from torch import nn
 from parlai_docgraph import assets
 from parlai_docgraph.models import hub
 from parlai_docgraph.models.adapters import is_adapted, set_trainable
+
+if TYPE_CHECKING:
+    from transformers import GenerationConfig
 
 TINY = hub.TINY
 TINY_DIR = os.path.join(os.path.dirname(os.path.abspath(assets.__file__)), "tiny_t5")
@@ -50,7 +53,7 @@ class GSRUnavailable(hub.ModelUnavailable):
 OPTION = hub.ModelOption("--gsr-model", TINY_DIR, "tokenizer.json or spiece.model", GSRUnavailable)
 
 
-def load_tokenizer(name: str, datapath: Optional[str] = None, extra_special: Sequence[str] = ()):
+def load_gsr_tokenizer(name: str, datapath: Optional[str] = None, extra_special: Sequence[str] = ()):
     """
     The tokenizer of ``--gsr-model`` with ``extra_special`` (Eq. 2 structural tokens) and
     T5's mask sentinel added as special tokens when missing (see :func:`.hub.load_tokenizer`).
@@ -277,29 +280,55 @@ class GSRModel(nn.Module):
                 out.append(int(i))
         return out
 
+    @staticmethod
+    def text_config(config: Optional["GenerationConfig"] = None, num_beams: int = 1,
+                    max_new_tokens: int = 64, min_new_tokens: int = 0,
+                    length_penalty: float = 1.0) -> "GenerationConfig":
+        """A copy of ``config`` (a :func:`~parlai_docgraph.models.decoding.generation_config`
+        of the agent's ParlAI options), or beam search with the keyword values."""
+        import copy
+
+        from parlai_docgraph.models.decoding import generation_config
+
+        if config is not None:
+            return copy.deepcopy(config)
+        return generation_config({"inference": "beam", "beam_size": num_beams,
+                                  "beam_min_length": min_new_tokens,
+                                  "beam_length_penalty": length_penalty}, None, max_new_tokens)
+
     @torch.no_grad()
     def generate_text(
-        self, sources: Sequence[Sequence[int]], num_beams: int = 1, max_new_tokens: int = 64, min_length: int = 0,
+        self, sources: Sequence[Sequence[int]], config: Optional["GenerationConfig"] = None,
+        num_beams: int = 1, max_new_tokens: int = 64, min_new_tokens: int = 0,
         length_penalty: float = 1.0,
     ) -> List[Tuple[List[int], float]]:
-        """Best response ids (no start/EOS) and score per source (Eq. 7 input)."""
+        """
+        Best response ids (no start/EOS) and score per source (Eq. 7 input), decoded as
+        ``config`` says (:meth:`text_config`: the one mapping of ParlAI's generation options,
+        ``--inference``, ``--beam-size``, ``--beam-min-length`` as new tokens, ``--topk``,
+        ``--topp``, ``--beam-length-penalty``, ``--beam-block-ngram`` within the reply).
+        """
+        from transformers import LogitsProcessorList
+
+        from parlai_docgraph.models.decoding import ReplyNgramBlock
+
         if not sources:
             return []
+        config = self.text_config(config, num_beams, max_new_tokens, min_new_tokens,
+                                  length_penalty)
         ids, mask = self.encode(sources)
+        start = self.start_len(ids.shape[1])
+        block = config.no_repeat_ngram_size or 0
+        config.update(no_repeat_ngram_size=0, num_return_sequences=1, output_scores=True,
+                      return_dict_in_generate=True, pad_token_id=self.pad_id,
+                      eos_token_id=self.eos_id)
+        own = getattr(self.lm, "generation_config", None)
+        if getattr(own, "decoder_start_token_id", None) is not None:  # T5: <pad>
+            config.update(decoder_start_token_id=own.decoder_start_token_id)
         out = self.lm.generate(
-            input_ids=ids,
-            attention_mask=mask,
-            num_beams=max(num_beams, 1),
-            max_new_tokens=max_new_tokens,
-            min_length=min_length,
-            length_penalty=length_penalty,
-            do_sample=False,
-            output_scores=True,
-            return_dict_in_generate=True,
-            pad_token_id=self.pad_id,
-            eos_token_id=self.eos_id,
+            input_ids=ids, attention_mask=mask, generation_config=config,
+            logits_processor=LogitsProcessorList([ReplyNgramBlock(block, start)] if block else []),
         )
         scores = getattr(out, "sequences_scores", None)
         scores = scores.tolist() if scores is not None else [0.0] * len(sources)
-        start = self.start_len(ids.shape[1])
         return [(self.strip(s[start:]), float(sc)) for s, sc in zip(out.sequences.tolist(), scores)]

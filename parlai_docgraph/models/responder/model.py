@@ -65,7 +65,7 @@ OPTION = hub.ModelOption("--responder-model", TINY_DIR, "tokenizer.json, or voca
 # --------------------------------------------------------------------------- loading
 
 
-def load_tokenizer(name: str, datapath: Optional[str] = None):
+def load_responder_tokenizer(name: str, datapath: Optional[str] = None):
     """The HF tokenizer of ``--responder-model`` (see :func:`.hub.load_tokenizer`)."""
     return hub.load_tokenizer(name, OPTION, datapath)
 
@@ -251,7 +251,7 @@ class Responder(nn.Module):
         """
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
-        from parlai_docgraph.models.responder.decoding import ReplyBudget, ReplyNgramBlock, generation_config, positions_below
+        from parlai_docgraph.models.decoding import ReplyBudget, ReplyNgramBlock, generation_config, positions_below
         from parlai_docgraph.models.responder.earlier_replies import EarlierReplyBlock
 
         config = copy.deepcopy(config or generation_config({}))

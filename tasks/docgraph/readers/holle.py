@@ -81,8 +81,8 @@ from typing import Callable, Dict, Iterator, List, Optional
 
 from parlai_docgraph.nlp import SentenceSplitter
 
-from parlai_docgraph.tasks.docgraph.errors import BadRows, DatasetFormatError, require_type
-from parlai_docgraph.tasks.docgraph.jsonio import iter_json_array
+from parlai_docgraph.dataset_errors import BadRows, DatasetFormatError, require_type
+from parlai_docgraph.jsonio import iter_json_array
 from parlai_docgraph.tasks.docgraph.readers.holle_multi import MultiReference, read_multi_reference  # noqa: F401  (public names)
 from parlai_docgraph.tasks.docgraph.readers.holle_pool import build_pool, clean_pool_text, resolve_gold  # noqa: F401  (public names)
 from parlai_docgraph.tasks.docgraph.readers.holle_spans import match_span

@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from parlai_docgraph.tasks.docgraph.errors import BadRows, DatasetFormatError, require_type
-from parlai_docgraph.tasks.docgraph.jsonio import iter_json_object
+from parlai_docgraph.dataset_errors import BadRows, DatasetFormatError, require_type
+from parlai_docgraph.jsonio import iter_json_object
 
 
 @dataclass

@@ -37,8 +37,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from parlai_docgraph.tasks.docgraph.errors import BadRows, DatasetFormatError, require_type
-from parlai_docgraph.tasks.docgraph.jsonio import iter_json_array
+from parlai_docgraph.dataset_errors import BadRows, DatasetFormatError, require_type
+from parlai_docgraph.jsonio import iter_json_array
 
 SPEAKERS = ("first_speaker", "second_speaker")
 

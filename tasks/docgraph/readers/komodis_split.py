@@ -20,7 +20,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from parlai_docgraph.atomic import write_text_atomic
 from parlai_docgraph.tasks.docgraph.build import sha256_of
-from parlai_docgraph.tasks.docgraph.jsonio import iter_json_array
+from parlai_docgraph.jsonio import iter_json_array, read_json
 from parlai_docgraph.tasks.docgraph.readers.komodis import is_dialogue_id
 
 SPLITS = ("train", "valid", "test")
@@ -65,7 +65,7 @@ def id_title_rows(path: str) -> List[Tuple[object, str]]:
 
 def compute_split(dataset_path: str) -> dict:
     """
-    The split document for ``dataset_path`` (what ``make_komodis_split.py`` writes).
+    The split document for ``dataset_path`` (what ``tools/make_komodis_split.py`` writes).
     """
     rows = id_title_rows(dataset_path)
     titles = split_titles(t for _, t in rows)
@@ -100,8 +100,7 @@ def write_json_atomic(path: str, obj) -> None:
 
 def _read_split(path: str) -> Optional[dict]:
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+        doc = read_json(path)
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("dialogue_ids"), dict):

@@ -38,7 +38,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-from parlai_docgraph.tasks.docgraph.errors import BadRows, DatasetFormatError
+from parlai_docgraph.dataset_errors import BadRows, DatasetFormatError
 
 HEADER = ["Messages", "User Rating", "Assistant Rating"]
 SENDERS = ("user", "assistant")

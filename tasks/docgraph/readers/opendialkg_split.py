@@ -6,11 +6,12 @@ any other row count (:func:`split_rows` picks).
 
 from __future__ import annotations
 
-import json
 import os
 import random
 from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
+
+from parlai_docgraph.jsonio import read_json
 
 #: data rows of the official ``opendialkg.csv`` (13,802 sessions)
 OFFICIAL_NUM_ROWS = 13802
@@ -51,8 +52,7 @@ def official_split(path: str = SPLIT_FILE) -> Dict[str, List[int]]:
     """
     The shipped split of the official 13,802-session ``opendialkg.csv``.
     """
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)
+    data = read_json(path)
     if data.get("num_rows") != OFFICIAL_NUM_ROWS:
         raise ValueError(f"{path}: num_rows should be {OFFICIAL_NUM_ROWS}")
     return {k: list(data[k]) for k in ("train", "valid", "test")}

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Tuple
 
-from parlai_docgraph.tasks.docgraph.errors import BadRows, DatasetFormatError, require_type
-from parlai_docgraph.tasks.docgraph.jsonio import iter_json_array
+from parlai_docgraph.dataset_errors import BadRows, DatasetFormatError, require_type
+from parlai_docgraph.jsonio import iter_json_array
 
 NO_PASSAGE = "no_passages_used"
 

@@ -14,8 +14,8 @@ and ``o<TAB>~r<TAB>s``. Each dialogue walks the KG: a ``kgwalk/choose_path`` act
 1-2 triples starts at an entity the dialogue already mentioned and precedes the chat
 message (same sender) that mentions every entity of the walk.
 
-    python tasks/docgraph/sample_data/make_sample_kg.py           # rewrite the files
-    python tasks/docgraph/sample_data/make_sample_kg.py --check   # exit 1 if they differ
+    python tools/make_sample_kg.py           # rewrite the files
+    python tools/make_sample_kg.py --check   # exit 1 if they differ
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ import re
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tasks",
+                    "docgraph", "sample_data")
 OUT_DIR = os.path.join(HERE, "opendialkg")
 SEED = 20240607
 NUM_DIALOGUES = 60

@@ -63,7 +63,7 @@ def cosine_ranker(encoder_name: str) -> Ranker:
     """Zero-shot ranking by cosine similarity of mean-pooled sentence embeddings."""
     import torch
 
-    from parlai_docgraph.agents.graph_selector.encoder import load_encoder
+    from parlai_docgraph.models.encoders import load_encoder
     from parlai_docgraph.graphs.embed import sentence_vectors
 
     encoder, tokenizer = load_encoder(encoder_name)

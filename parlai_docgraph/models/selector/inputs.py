@@ -30,13 +30,6 @@ USER, AGENT, KNOW = "[user]", "[agent]", "[know]"
 ZHANG_TAN_TOKENS = (USER, AGENT, KNOW)
 
 
-def add_input_format_args(group: Any) -> None:
-    """Register ``--input-format`` on an argument group."""
-    group.add_argument(
-        "--input-format", type=str, default="li", choices=list(INPUT_FORMATS),
-        help="encoder input of each candidate: li: the pair [CLS] s_i [SEP] x [SEP] (Li et "
-        "al. Eq. 1); zhang_tan: '[user] u [agent] u ... [user] u_n [know] s_i' with three "
-        "added special tokens (Zhang & Tan 3.3 Eq. 2; their recipe uses --context-turns 4)")
 
 
 def add_format_tokens(encoder: Any, tokenizer: Any, input_format: str) -> None:

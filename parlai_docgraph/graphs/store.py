@@ -1,9 +1,9 @@
 """
-Content-hash keyed, versioned on-disk store of document graphs.
+:class:`GraphStore`: the content-hash keyed, versioned on-disk store of document graphs.
 
-An entry's key is the SHA-256 of a canonical JSON of everything that determines the graph:
-schema version, builder name, build options, backend descriptions (parser and coreference
-versions) and the passages. Entries live at ``<root>/graphs-v<N>/<key[:2]>/<key>.json`` (``N``
+An entry's key (:func:`~.factory.graph_key`) is the SHA-256 of a canonical JSON of
+everything that determines the graph: schema version, builder name, build options, backend
+descriptions (parser and coreference versions) and the passages. Entries live at ``<root>/graphs-v<N>/<key[:2]>/<key>.json`` (``N``
 the schema version) and hold the key, the schema version, a SHA-256 checksum of the graph
 JSON and the graph.
 
@@ -28,7 +28,7 @@ import hashlib
 import json
 from pathlib import Path
 from typing import (
-    TYPE_CHECKING, Any, Dict, Iterator, NamedTuple, Optional, Sequence, Tuple, Union,
+    TYPE_CHECKING, Any, Iterator, NamedTuple, Optional, Sequence, Tuple, Union,
 )
 
 from parlai_docgraph.atomic import read_verified, write_text_atomic
@@ -47,22 +47,9 @@ class StoredGraph(NamedTuple):
     built: bool
 
 
-def _canonical(obj: Any) -> str:
+def canonical_json(obj: Any) -> str:
+    """Sorted-key, compact JSON: equal values give equal text (keys and checksums)."""
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-def graph_key(
-    passages: Sequence[Tuple[str, Sequence[str]]],
-    builder: str,
-    options: Dict[str, Any],
-    backends: Sequence[Optional[str]],
-) -> str:
-    """SHA-256 hex key of a graph's inputs (see the module docstring)."""
-    payload = {
-        "schema_version": SCHEMA_VERSION, "builder": builder, "options": options,
-        "backends": list(backends), "passages": [[t, list(s)] for t, s in passages],
-    }
-    return hashlib.sha256(_canonical(payload).encode("utf-8")).hexdigest()
 
 
 def default_store_root(datapath: Union[str, Path]) -> Path:
@@ -75,6 +62,23 @@ def default_store_root(datapath: Union[str, Path]) -> Path:
     return Path(datapath) / "docgraph_cache" / "graphs"
 
 
+def resolve_store_root(path: str) -> Path:
+    """
+    A ``--merge-from`` argument as a store root: a datapath (holding
+    ``docgraph_cache/graphs``), a store root (holding ``graphs-v<N>``), or a ``graphs-v<N>``
+    folder itself. ``ValueError`` when none of these exists.
+    """
+    p = Path(path)
+    if (p / "docgraph_cache" / "graphs").is_dir():
+        return p / "docgraph_cache" / "graphs"
+    if p.is_dir() and any(c.name.startswith("graphs-v") for c in p.iterdir()):
+        return p
+    if p.is_dir() and p.name.startswith("graphs-v"):
+        return p.parent
+    raise ValueError(f"--merge-from {path}: no graph store there (expected a datapath with "
+                     "docgraph_cache/graphs, a store root or a graphs-v<N> folder)")
+
+
 def in_shard(key: str, shard: Tuple[int, int]) -> bool:
     """Whether ``key`` belongs to shard ``i`` of ``n`` (``shard == (i, n)``, 0 <= i < n)."""
     index, count = shard
@@ -84,7 +88,7 @@ def in_shard(key: str, shard: Tuple[int, int]) -> bool:
 
 
 class GraphStore:
-    """A folder of graph entries keyed by :func:`graph_key`."""
+    """A folder of graph entries keyed by :func:`~.factory.graph_key`."""
 
     def __init__(self, root: Union[str, Path]) -> None:
         self.root = Path(root) / f"graphs-v{SCHEMA_VERSION}"
@@ -103,12 +107,12 @@ class GraphStore:
 
     def save(self, key: str, graph: DocumentGraph) -> Path:
         """Write the entry of ``key`` atomically; return its path."""
-        body = _canonical(graph.to_dict())
+        body = canonical_json(graph.to_dict())
         entry = {
             "key": key, "schema_version": SCHEMA_VERSION,
             "checksum": hashlib.sha256(body.encode("utf-8")).hexdigest(), "graph": body,
         }
-        return write_text_atomic(self.path(key), _canonical(entry))
+        return write_text_atomic(self.path(key), canonical_json(entry))
 
     def load(self, key: str) -> Optional[DocumentGraph]:
         """

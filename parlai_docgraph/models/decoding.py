@@ -1,12 +1,16 @@
 """
 ParlAI's generation options mapped onto one Hugging Face ``generate`` call (the way
-ParlAI's own ``hugging_face/t5.py`` agent does it), and the two pieces ``generate``
-lacks for a batch of left-padded prompts of a decoder-only LM:
+ParlAI's own ``hugging_face/t5.py`` agent does it), for every generator of the package (the
+responder, DialogGSR's response), and the two pieces ``generate`` lacks for a batch of
+left-padded prompts of a decoder-only LM:
 
-* :func:`generation_config`: ``--inference greedy | beam | topk | nucleus`` (the delayed
-  beam variants fall back to ``beam``), ``--beam-size``, ``--topk``, ``--topp``,
-  ``--beam-min-length``, ``--beam-length-penalty``, ``--beam-block-ngram`` and
-  ``--temperature`` as a :class:`transformers.GenerationConfig`;
+* :func:`generation_config`: ``--inference greedy | beam | topk | nucleus``,
+  ``--beam-size``, ``--topk``, ``--topp``, ``--beam-min-length`` (new tokens: HF's
+  ``min_new_tokens``), ``--beam-length-penalty``, ``--beam-block-ngram`` and
+  ``--temperature`` as a :class:`transformers.GenerationConfig` (the delayed beam variants
+  fall back to ``beam``); a value no model can honour (``factual_nucleus``, a ``--topp``
+  outside (0, 1], a ``--beam-min-length`` above the reply's token cap, ...) is refused
+  with a ``ValueError`` naming the option;
 * :class:`ReplyBudget`: each row stops at its own budget (its prompt and reply share the
   LM's positions, so a longer prompt leaves fewer reply tokens);
 * :class:`ReplyNgramBlock`: ``--beam-block-ngram`` within the reply only;
@@ -53,9 +57,13 @@ def generation_config(
         inference = "beam"
     beams = max(int(beam_size if beam_size is not None else opt.get("beam_size") or 1), 1)
     block = int(opt.get("beam_block_ngram") or 0)
+    min_new = int(opt.get("beam_min_length") or 0)
+    if max_new_tokens is not None and min_new > max_new_tokens:
+        raise ValueError(f"--beam-min-length {min_new} is more than the {max_new_tokens} new "
+                         "tokens a reply may have here (--label-truncate)")
     fields = dict(
         max_new_tokens=max_new_tokens,
-        min_new_tokens=int(opt.get("beam_min_length") or 0),
+        min_new_tokens=min_new,
         no_repeat_ngram_size=max(block, 0),  # read by ReplyNgramBlock, not by generate
         repetition_penalty=1.0,
         do_sample=inference in ("topk", "nucleus"),
@@ -65,11 +73,13 @@ def generation_config(
     if fields["num_beams"] > 1:  # beam size 1 is greedy search (HF rejects beam flags there)
         fields.update(length_penalty=float(opt.get("beam_length_penalty", 0.65)), early_stopping=True)
     if fields["do_sample"]:
-        fields.update(
-            temperature=float(opt.get("temperature") or 1.0),
-            top_k=int(opt.get("topk") or 0) if inference == "topk" else 0,
-            top_p=float(opt.get("topp") if opt.get("topp") is not None else 1.0),
-        )
+        topp = float(opt.get("topp") if opt.get("topp") is not None else 1.0)
+        temperature = float(opt.get("temperature") if opt.get("temperature") is not None else 1.0)
+        if not 0.0 < topp <= 1.0 or temperature <= 0.0 or int(opt.get("topk") or 0) < 0:
+            raise ValueError(f"--topp must be in (0, 1], --temperature > 0 and --topk >= 0: "
+                             f"got {topp}, {temperature}, {opt.get('topk')}")
+        fields.update(temperature=temperature, top_p=topp,
+                      top_k=int(opt.get("topk") or 0) if inference == "topk" else 0)
     return GenerationConfig(**fields)
 
 

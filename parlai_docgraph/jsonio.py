@@ -5,15 +5,17 @@ JSON readers that keep line numbers, so a bad record can be reported where it is
 :func:`iter_json_object` walk a top-level array / object with
 ``json.JSONDecoder.raw_decode`` (the same C scanner ``json.load`` uses) and yield each
 element / member with the line it starts on; :func:`iter_jsonl` does the same for
-JSON-lines files. These are the dataset readers' only JSON walkers.
+JSON-lines files. These are the only walkers of JSON data files: the dataset readers
+(``tasks/docgraph/readers/``), ``docgraph:docqa``'s questions and ``--corpus`` JSONL files
+(:mod:`~parlai_docgraph.graphs.corpus`). Standard library only.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Tuple
+from typing import Any, Callable, Iterator, Optional, Tuple
 
-from parlai_docgraph.tasks.docgraph.errors import DatasetFormatError
+from parlai_docgraph.dataset_errors import DatasetFormatError
 
 _WS = " \t\n\r"
 
@@ -27,6 +29,16 @@ def _skip_ws(text: str, pos: int) -> int:
 def read_text(path: str) -> str:
     with open(path, encoding="utf-8-sig") as f:
         return f.read()
+
+
+def read_json(path: str) -> Any:
+    """The whole JSON document at ``path`` (a split file, a model's config); not JSON:
+    :class:`DatasetFormatError` naming the line; ``OSError`` when it cannot be read."""
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DatasetFormatError(path, e.lineno, f"column {e.colno}", f"invalid JSON: {e.msg}") from None
 
 
 def iter_json_array(path: str) -> Iterator[Tuple[int, int, Any]]:
@@ -101,15 +113,23 @@ def _iter_members(path: str, keyed: bool) -> Iterator[Tuple[Any, int, Any]]:
         raise DatasetFormatError(path, line_at(pos), f"after {where}", f"expected ',' or '{closer}'")
 
 
-def iter_jsonl(path: str) -> Iterator[Tuple[int, Any]]:
+def iter_jsonl(path: str, on_error: Optional[Callable[[DatasetFormatError], None]] = None,
+               ) -> Iterator[Tuple[int, Any]]:
     """
-    Yield ``(line, record)`` for each non-empty line of a JSON-lines file.
+    Yield ``(line, record)`` for each non-empty line of a JSON-lines file. A line that is not
+    JSON raises :class:`DatasetFormatError`, or, with ``on_error``, is handed to it (before
+    the next record is yielded) and skipped.
     """
-    with open(path, encoding="utf-8-sig") as f:
+    with open(path, encoding="utf-8-sig", errors="replace") as f:
         for lineno, raw in enumerate(f, 1):
             if not raw.strip():
                 continue
             try:
-                yield lineno, json.loads(raw)
+                record = json.loads(raw)
             except json.JSONDecodeError as e:
-                raise DatasetFormatError(path, lineno, f"column {e.colno}", f"invalid JSON: {e.msg}")
+                err = DatasetFormatError(path, lineno, f"column {e.colno}", f"invalid JSON: {e.msg}")
+                if on_error is None:
+                    raise err from None
+                on_error(err)
+                continue
+            yield lineno, record

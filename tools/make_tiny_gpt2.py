@@ -14,8 +14,8 @@ Regenerate ``parlai_docgraph/assets/tiny_gpt2/``: the offline default of
 
 Usage::
 
-    python parlai_docgraph/scripts/make_tiny_gpt2.py          # (re)write the files
-    python parlai_docgraph/scripts/make_tiny_gpt2.py --check  # exit 1 if they differ
+    python tools/make_tiny_gpt2.py          # (re)write the files
+    python tools/make_tiny_gpt2.py --check  # exit 1 if they differ
 
 Output is deterministic for a given ``tokenizers`` version (training is single-pass BPE
 over a fixed, ordered corpus).
@@ -28,9 +28,11 @@ import os
 import sys
 from typing import Iterator, List
 
-from parlai_docgraph.scripts.regen_assets import regen_main, stale_files
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tools/ is no package
+from regen_assets import regen_main, stale_files  # noqa: E402
 
-ASSETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ASSETS = os.path.join(ROOT, "parlai_docgraph", "assets")
 OUT = os.path.join(ASSETS, "tiny_gpt2")
 
 

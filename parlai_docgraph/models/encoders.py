@@ -1,15 +1,14 @@
 """
-The encoder and placeholder dictionary of
-:class:`~parlai_docgraph.agents.graph_selector.agent.GraphSelectorAgent`: ``--encoder-model``
-resolution (``minilm-l6``, ``tiny``, a local directory, or a hub name; offline-aware).
+The sentence encoders of the graph selector and its tools: ``--encoder-model`` resolution
+(``minilm-l6``, ``tiny``, a local directory, or a hub name; offline-aware), loading
+(:func:`load_encoder`, through :mod:`parlai_docgraph.models.hub`), the pooling and the
+node-text encoding a model reads. No ParlAI imports.
 """
 
 from __future__ import annotations
 
 import os
 from typing import Any, Tuple
-
-from parlai.core.dict import DictionaryAgent
 
 from parlai_docgraph import assets
 from parlai_docgraph.models import hub
@@ -33,14 +32,6 @@ OPTION = hub.ModelOption(
     reads_datapath=False)
 
 
-class GraphSelectorDictionaryAgent(DictionaryAgent):
-    """
-    A placeholder ParlAI dictionary: the selector tokenizes with its encoder's Hugging Face
-    tokenizer, so ``train_model`` must not spend a pass over the data building a vocabulary.
-    """
-
-    def is_prebuilt(self) -> bool:
-        return True
 
 
 def resolve_encoder(name: str) -> str:
@@ -65,16 +56,6 @@ def resolve_encoder(name: str) -> str:
 POOLING_CHOICES = ("auto", "cls", "mean")
 
 
-def add_pooling_arg(group) -> None:
-    """Register ``--encoder-pooling``."""
-    group.add_argument(
-        "--encoder-pooling", type=str, default="cls", choices=list(POOLING_CHOICES),
-        help="how a text becomes one vector, for the Eq. 1 context node (fine-tuned encoder) "
-        "and the sentence/passage node features (frozen copy): cls = first token (Li et al. "
-        "2.1 and Eq. 1, RoBERTa; the default), mean = mean over the tokens; auto = the "
-        "checkpoint's own pooling (mean for sentence-transformers folders that say so, such "
-        "as minilm-l6; cls otherwise). parlai_docgraph/bench/graph_at_defaults.md: mean did not "
-        "measurably help the graph on docgraph:expedition, so the paper's cls stays default")
 
 
 def resolve_pooling(opt: Any) -> str:
@@ -127,16 +108,6 @@ NODE_TEXT_ENCODINGS = ("auto", "in_sentence", "own_text")
 OWN_TEXT_TYPES = ("topic", "word", "concept", "passage")
 
 
-def add_node_text_arg(group) -> None:
-    """Register ``--node-text-encoding``."""
-    group.add_argument(
-        "--node-text-encoding", type=str, default="auto", choices=list(NODE_TEXT_ENCODINGS),
-        help="initial vectors of the graph's non-sentence nodes (frozen encoder): "
-        "in_sentence = a concept/word node is the mean of its mention's tokens in its "
-        "sentence's encoding, a title (passage/topic node) its text pooled by "
-        "--encoder-pooling (Li et al. 2.1); own_text = each topic, word, concept and "
-        "passage node encodes its own text alone, mean-pooled (Zhang & Tan 3.3 Eq. 1); "
-        "auto = own_text for --graph-variant multilevel, in_sentence otherwise")
 
 
 def own_text_types(opt: Any) -> Tuple[str, ...]:

@@ -55,28 +55,6 @@ from parlai_docgraph.memo import LRUMemo
 ENCODERS = ("shared", "frozen")
 
 
-def add_prior_args(group: Any) -> None:
-    """Register ``--similarity-prior``, ``--similarity-prior-encoder`` and ``--zero-shot-prior``."""
-    group.add_argument(
-        "--zero-shot-prior", type=float, default=0.0,
-        help="mu: also add mu * cosine(last turn, candidate) under the frozen, never trained "
-        "encoder, in training and inference (0: off; the papers have no such term): keeps "
-        "the zero-shot ranking beside a fine-tuned --similarity-prior-encoder shared term")
-    group.add_argument(
-        "--similarity-prior", type=float, default=0.0,
-        help="lambda: add lambda * cosine(last turn, candidate) of mean-pooled sentence "
-        "embeddings to every candidate's score, in training and inference (0: off, the "
-        "papers' model; the offline zoo sample model uses it to start from MiniLM's "
-        "zero-shot ranking)")
-    group.add_argument(
-        "--own-loss-weight", type=float, default=0.0,
-        help="w > 0: with similarity terms, also train the model's own scores (without the "
-        "terms) to rank alone, adding w * their ranking loss (Eq. 6) in training")
-    group.add_argument(
-        "--similarity-prior-encoder", type=str, default="shared", choices=ENCODERS,
-        help="encoder of the similarity term: 'shared' = the selector's fine-tuned encoder "
-        "(trained as a bi-encoder too, at --encoder-learningrate), 'frozen' = the untrained "
-        "copy (a fixed prior)")
 
 
 def last_turn(text: str) -> str:

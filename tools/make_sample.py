@@ -5,8 +5,8 @@ Build the bundled ``docgraph:sample`` dataset (Wizard of Wikipedia raw format).
 Reads the human-written source in ``source/topics.yaml`` and ``source/dialogues.yaml``
 and writes the raw WoW split files under ``wizard_of_wikipedia/``::
 
-    python tasks/docgraph/sample_data/make_sample.py          # (re)write the JSON files
-    python tasks/docgraph/sample_data/make_sample.py --check  # exit 1 if they are stale
+    python tools/make_sample.py          # (re)write the JSON files
+    python tools/make_sample.py --check  # exit 1 if they are stale
 
 The output is deterministic: same YAML, same bytes. The ``checked_sentence`` /
 ``checked_passage`` keys follow the real WoW key grammar (docs: datasets.md 1.2):
@@ -36,7 +36,8 @@ from typing import Dict, List, Tuple
 
 import yaml
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tasks",
+                    "docgraph", "sample_data")
 SOURCE_DIR = os.path.join(HERE, "source")
 OUT_DIR = os.path.join(HERE, "wizard_of_wikipedia")
 
@@ -319,7 +320,7 @@ def main(argv=None) -> int:
                 stale.append(name)
         if stale:
             print("make_sample: out of date: " + ", ".join(stale), file=sys.stderr)
-            print("run: python tasks/docgraph/sample_data/make_sample.py", file=sys.stderr)
+            print("run: python tools/make_sample.py", file=sys.stderr)
             return 1
         print(f"make_sample: {len(outputs)} files up to date")
         return 0

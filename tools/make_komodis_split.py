@@ -1,7 +1,7 @@
 """
 Write the KOMODIS split file for a ``dataset.json``.
 
-    python tasks/docgraph/splits/make_komodis_split.py DATASET_JSON OUT
+    python tools/make_komodis_split.py DATASET_JSON OUT
 
 Produces the same document the ``docgraph:komodis`` teacher writes to
 ``<datapath>/komodis/docgraph_split_v1.json`` (procedure, dataset sha256, titles and
@@ -21,8 +21,8 @@ def _reader():
     try:
         from parlai_docgraph.tasks.docgraph.readers import komodis_split as komodis
     except ImportError:  # run from a checkout that is not installed
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        sys.path.insert(0, os.path.dirname(root))
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        sys.path.insert(0, root)
         from tasks.docgraph.readers import komodis_split as komodis  # type: ignore[no-redef]
     return komodis
 

@@ -8,8 +8,8 @@ DialogGSR (mlvlab/DialogGSR @ 9540fd8d, ``preprocess/preprocess_data.py::main``,
 ``int(n * (0.7 + 0.15))``. The permutation depends only on the number of rows, so the
 lists are computed here without the CSV (see ``readers/opendialkg_split.py::dialoggsr_split``).
 
-    python tasks/docgraph/splits/make_opendialkg_split.py          # rewrite the file
-    python tasks/docgraph/splits/make_opendialkg_split.py --check  # exit 1 if it differs
+    python tools/make_opendialkg_split.py          # rewrite the file
+    python tools/make_opendialkg_split.py --check  # exit 1 if it differs
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "opendialkg_split.json")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "tasks", "docgraph", "splits", "opendialkg_split.json")
 SOURCE = (
     "DialogGSR (mlvlab/DialogGSR @ 9540fd8dd23b91b78321df58be3694256b6f9029) "
     "preprocess/preprocess_data.py: random.seed(42); random.shuffle(row ids); "
@@ -33,7 +33,7 @@ def _reader():
     try:
         from parlai_docgraph.tasks.docgraph.readers import opendialkg_split as opendialkg
     except ImportError:  # run from a checkout without the package installed
-        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
+        sys.path.insert(0, ROOT)
         from tasks.docgraph.readers import opendialkg_split as opendialkg  # type: ignore
     return opendialkg
 

@@ -1,0 +1,110 @@
+"""
+Knowledge pools as lines: the ``"{title} {sentence}"`` / ``"{title} __knowledge__
+{sentence}"`` lines that Wizard of Wikipedia teachers write, back into ``(title,
+[sentences])`` passages (:func:`passages_from_lines`), and candidate lines onto the
+sentences of a pool (:func:`candidate_sentences`). No ParlAI imports: the selector's
+message reader (``agents/graph_selector/messages.py``) and the collation use it.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+KNOWLEDGE_SEPARATOR = "__knowledge__"
+NO_PASSAGE = "no_passages_used"
+
+Passages = List[Tuple[str, List[str]]]
+
+
+def _split_line(line: str, titles: Sequence[str]) -> Optional[Tuple[str, str]]:
+    """``(title, sentence)`` of one knowledge line, ``None`` when it cannot be split exactly."""
+    sep = f" {KNOWLEDGE_SEPARATOR} "
+    if sep in line:
+        title, sent = line.split(sep, 1)
+        return title, sent
+    for title in sorted((t for t in titles if t), key=len, reverse=True):
+        if line.startswith(title + " "):
+            return title, line[len(title) + 1:]
+    return None
+
+
+def _common_word_prefix(a: str, b: str) -> str:
+    words = []
+    for x, y in zip(a.split(" "), b.split(" ")):
+        if x != y:
+            break
+        words.append(x)
+    return " ".join(words)
+
+
+def passages_from_lines(lines: Sequence[str], known_titles: Sequence[str] = ()) -> Passages:
+    """
+    Knowledge lines (``title [__knowledge__] sentence``) back into ``(title, [sentences])``
+    passages, consecutive lines of one title forming one passage.
+
+    With the separator the split is exact. Without it, a line starting with a known title
+    (``chosen_topic``, ``title``) splits there; for any other run of lines the title is the
+    longest word prefix its consecutive lines share (a passage of one sentence there keeps
+    its first word as title). Such a guessed title only shapes the graph's passage nodes:
+    every ``f"{title} {sentence}"`` still equals its line, so candidates map back exactly.
+    ``--include-knowledge-separator true`` on ParlAI's teacher removes the guess.
+    """
+    nochosen = f"{NO_PASSAGE} {NO_PASSAGE}"
+    rest = [line for line in lines if line.strip() and line.strip() != nochosen]
+    rows: List[Optional[Tuple[str, str]]] = [_split_line(line, known_titles) for line in rest]
+    i = 0
+    while i < len(rows):  # guess titles of the unsplit runs
+        if rows[i] is not None:
+            i += 1
+            continue
+        j = i
+        while j < len(rows) and rows[j] is None:
+            j += 1
+        k = i
+        while k < j:
+            title = ""
+            if k + 1 < j:
+                title = _common_word_prefix(rest[k], rest[k + 1])
+            if not title or title == rest[k]:
+                title = rest[k].split(" ", 1)[0]
+            end = k + 1
+            while end < j and rest[end].startswith(title + " "):
+                end += 1
+            for m in range(k, end):
+                rows[m] = (title, rest[m][len(title) + 1:])
+            k = end
+        i = j
+    passages: Passages = []
+    for title, sent in rows:  # type: ignore[misc]
+        if passages and passages[-1][0] == title:
+            passages[-1][1].append(sent)
+        else:
+            passages.append((title, [sent]))
+    return passages
+
+
+def candidate_sentences(passages: Passages, candidates: Sequence[str]) -> List[int]:
+    """
+    Global sentence index (over ``passages`` in order) of each candidate line
+    (``"{title} {sentence}"`` or ``"{title} __knowledge__ {sentence}"``, as the WoW teachers
+    write knowledge lines), -1 for a candidate that is no knowledge sentence
+    (``no_passages_used``). A line that occurs twice maps to its first sentence.
+    """
+    lookup: Dict[str, int] = {}
+    g = 0
+    for title, sents in passages:
+        for sent in sents:
+            for line in (f"{title} {sent}", f"{title} {KNOWLEDGE_SEPARATOR} {sent}"):
+                lookup.setdefault(line.strip(), g)
+            g += 1
+    return [lookup.get(c.strip(), -1) for c in candidates]
+
+
+def candidate_sentence_text(candidate: str, passages: Passages) -> str:
+    """The sentence part of a candidate line (its title cut off), or the line itself."""
+    index = candidate_sentences(passages, [candidate])[0]
+    if index >= 0:
+        flat = [s for _, sents in passages for s in sents]
+        return flat[index]
+    split = _split_line(candidate, [t for t, _ in passages])
+    return split[1] if split else candidate
