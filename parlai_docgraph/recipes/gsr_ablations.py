@@ -52,7 +52,8 @@ PAPER_TABLE5: Dict[str, Dict[str, float]] = {
 
 
 def cli_args(options: dict) -> list:
-    """``{"gsr_constraint": "hard"} -> ["--gsr-constraint", "hard"]``."""
+    """``{"gsr_constraint": "hard"} -> ["--gsr-constraint", "hard"]`` (``ablate`` logs each
+    variant's options so, as a command line that reproduces it)."""
     out = []
     for key, value in options.items():
         out += ["--" + key.replace("_", "-"), str(value).lower() if isinstance(value, bool) else str(value)]

@@ -36,7 +36,7 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 from parlai.utils import logging
 
-from parlai_docgraph.recipes.gsr_ablations import flat_variants as gsr_variants
+from parlai_docgraph.recipes.gsr_ablations import cli_args, flat_variants as gsr_variants
 from parlai_docgraph.graphs.config import GraphVariant
 
 GRAPH_SELECTOR = "docgraph/graph_selector"
@@ -133,7 +133,8 @@ def run_variant(
     import torch
 
     torch.manual_seed(seed)
-    logging.info(f"ablate: training {name} ({spec.agent} {spec.options}) for {steps} steps")
+    logging.info(f"ablate: training {name} (-m {spec.agent} {' '.join(cli_args(spec.options))}) "
+                 f"for {steps} steps")
     valid, test = TrainModel.main(**kwargs)
     return {"agent": spec.agent, "options": spec.options, "valid": figures(valid, spec.agent),
             "test": figures(test, spec.agent)}

@@ -2,21 +2,22 @@
 The options of ``-m docgraph/graph_selector`` in one place (ParlAI's ``agents/rag/args.py``
 pattern): the one graph argument group (:meth:`~parlai_docgraph.graphs.config.GraphConfig.add_args`:
 ``--graph-variant``, ``--multilevel-ablation``, the graph backends) and the selector's own
-group. The agent's ``add_cmdline_args`` calls :func:`add_selector_args` and sets ParlAI
+group (its pooling, node-text, input-format, learning-rate and similarity-prior options
+included). The agent's ``add_cmdline_args`` calls :func:`add_selector_args` and sets ParlAI
 defaults; nothing else registers these options.
 """
 
 from __future__ import annotations
 
-from parlai.core.params import ParlaiParser
-
 from typing import Any
 
+from parlai.core.params import ParlaiParser
+
+from parlai_docgraph.agents.graph_selector.optim import GRAPH_LR
 from parlai_docgraph.graphs.background import BACKGROUNDS
 from parlai_docgraph.graphs.config import GraphConfig
 from parlai_docgraph.models.encoders import MINILM, NODE_TEXT_ENCODINGS, POOLING_CHOICES
 from parlai_docgraph.models.selector.inputs import INPUT_FORMATS
-from parlai_docgraph.agents.graph_selector.optim import GRAPH_LR
 from parlai_docgraph.models.selector.prior import ENCODERS
 
 #: what models saved before an option existed did (the agent's ``upgrade_opt``): the first
