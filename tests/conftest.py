@@ -136,6 +136,22 @@ def tiny_encoder(tmp_path_factory) -> str:
     return str(build_once(tmp_path_factory, "tiny_bert", save_tiny_encoder))
 
 
+@pytest.fixture(scope="module")
+def gpt2_responder():
+    """``(Responder, tokenizer)``: the bundled tiny GPT-2, seeded random weights."""
+    from families import tiny_responder
+
+    return tiny_responder("tiny")
+
+
+@pytest.fixture(scope="module")
+def llama_responder(tmp_path_factory):
+    """``(Responder, tokenizer)``: a tiny random Llama (Metaspace tokenizer)."""
+    from families import make_tiny_lm, tiny_responder
+
+    return tiny_responder(str(make_tiny_lm("llama", tmp_path_factory.mktemp("llama"))))
+
+
 @pytest.fixture(scope="session")
 def family_dirs(tmp_path_factory) -> Dict[str, Path]:
     """Tiny random RoBERTa, BERT, GPT-2, T5, Llama and Qwen as local HF directories

@@ -231,10 +231,22 @@ def make_tiny_lm(family: str, directory: Path, vocab_size: int = 1500,
                        vocab_size=vocab_size)
 
 
+def tiny_responder(source: str):
+    """``(Responder, tokenizer)`` of ``source`` ('tiny': the bundled GPT-2, or a
+    :func:`make_tiny_lm` directory), seeded random weights, in eval mode."""
+    from parlai_docgraph.models.responder.model import (
+        Responder, load_causal_lm, load_responder_tokenizer, special_ids,
+    )
+
+    tok = load_responder_tokenizer(source)
+    eos, pad = special_ids(tok)
+    return Responder(load_causal_lm(source, seed=0).eval(), eos, pad), tok
+
+
 def make_all(root: Path, families=FAMILIES) -> Dict[str, Path]:
     """``{family: directory}`` under ``root``."""
     return {f: make_family(f, Path(root) / f) for f in families}
 
 
 __all__ = ["FAMILIES", "ENCODERS", "CAUSAL", "POSITIONS", "corpus", "make_tokenizer",
-           "make_config", "make_family", "make_tiny_lm", "make_all"]
+           "make_config", "make_family", "make_tiny_lm", "tiny_responder", "make_all"]

@@ -9,32 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from families import make_tiny_lm
 from parlai_docgraph.models.decoding import generation_config
 from parlai_docgraph.models.responder.earlier_replies import (
     EarlierReplyBlock, blocked_ngrams, ngrams,
 )
-from parlai_docgraph.models.responder.model import (
-    Responder, load_causal_lm, load_responder_tokenizer as load_tokenizer, special_ids,
-)
+from parlai_docgraph.models.responder.model import Responder
 
 GREEDY = generation_config({"inference": "greedy", "beam_min_length": 16}, max_new_tokens=16)
-
-
-def _responder(source: str):
-    tok = load_tokenizer(source)
-    eos, pad = special_ids(tok)
-    return Responder(load_causal_lm(source, seed=0).eval(), eos, pad), tok
-
-
-@pytest.fixture(scope="module")
-def gpt2():
-    return _responder("tiny")
-
-
-@pytest.fixture(scope="module")
-def llama(tmp_path_factory):
-    return _responder(str(make_tiny_lm("llama", tmp_path_factory.mktemp("llama"))))
 
 
 def _prompt(responder: Responder, tok, question: str):
@@ -45,8 +26,8 @@ def _text(tok, ids):
     return tok.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)
 
 
-def test_the_table_holds_reply_ngrams_but_not_the_knowledges(gpt2):
-    _, tok = gpt2
+def test_the_table_holds_reply_ngrams_but_not_the_knowledges(gpt2_responder):
+    _, tok = gpt2_responder
     table = blocked_ngrams(tok, ["the gate is kept in the shed"], "the gate is open", 3)
     grams = {prefix + (last,) for prefix, lasts in table.items() for last in lasts}
     reply = tok("the gate is kept in the shed", add_special_tokens=False)["input_ids"]
@@ -63,7 +44,7 @@ def test_a_reply_does_not_repeat_an_earlier_reply(family, request):
     """Greedy decoding of one prompt gives the same reply twice; with the first reply as an
     earlier reply, the second shares none of the trigrams of its text's token ids (a random
     model may write a text in ids its tokenizer would not choose; the block reads the text)."""
-    responder, tok = request.getfixturevalue(family)
+    responder, tok = request.getfixturevalue(f"{family}_responder")
     prompt = _prompt(responder, tok, "How does the mill work?")
     first = responder.generate([prompt], GREEDY)[0][0]
     assert responder.generate([prompt], GREEDY)[0][0].tokens == first.tokens
@@ -75,9 +56,9 @@ def test_a_reply_does_not_repeat_an_earlier_reply(family, request):
     assert not (ngrams(again.tokens, 3) & ngrams(spelled, 3))
 
 
-def test_batched_rows_keep_their_own_tables(gpt2):
+def test_batched_rows_keep_their_own_tables(gpt2_responder):
     """Row 0 blocks its own earlier reply, row 1 blocks nothing: row 1 decodes as alone."""
-    responder, tok = gpt2
+    responder, tok = gpt2_responder
     prompts = [_prompt(responder, tok, "How does the mill work?"),
                _prompt(responder, tok, "What does it grind?")]
     alone = [responder.generate([p], GREEDY)[0][0].tokens for p in prompts]

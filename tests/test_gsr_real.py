@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from conftest import teacher_acts
+from real_weights import NAME, needs_weights
 
 from parlai_docgraph.agents.gsr.evaluation import entity_scores
 from parlai_docgraph.models.gsr.inputs import GSRInputs
@@ -25,14 +26,7 @@ from parlai_docgraph.models.gsr.build import build_gsr_model
 from parlai_docgraph.models.gsr.model import MASK_TOKEN, load_lm, load_gsr_tokenizer as load_tokenizer
 from parlai_docgraph.models.responder import chat
 
-NAME = "smollm2-135m-instruct"
-try:
-    gguf.locate(NAME)
-    import gguf as _gguf  # noqa: F401
-    MISSING = ""
-except (gguf.GgufUnavailable, ImportError) as err:
-    MISSING = str(err)
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=MISSING or "installed")
+pytestmark = needs_weights
 
 
 @pytest.fixture(scope="module")

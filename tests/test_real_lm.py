@@ -12,21 +12,12 @@ import time
 import pytest
 import torch
 
+from real_weights import MISSING, NAME, needs_weights
 from parlai_docgraph.models import gguf, hub
 from parlai_docgraph.models.responder import chat
 from parlai_docgraph.models.decoding import generation_config
 from parlai_docgraph.models.responder.model import OPTION, Responder, load_causal_lm, load_responder_tokenizer as load_tokenizer
 
-NAME = "smollm2-135m-instruct"
-
-try:
-    gguf.locate(NAME)
-    import gguf as _gguf  # noqa: F401
-    MISSING = ""
-except (gguf.GgufUnavailable, ImportError) as err:
-    MISSING = str(err)
-
-needs_weights = pytest.mark.skipif(bool(MISSING), reason=MISSING or "installed")
 KNOWLEDGE = "Harbour boats: If you bring the boat back late, you pay for a full extra hour."
 QUESTION = "What happens if I return the boat late?"
 

@@ -13,30 +13,11 @@ from typing import List
 import pytest
 import torch
 
-from families import make_tiny_lm
 from parlai_docgraph.models.decoding import generation_config
-from parlai_docgraph.models.responder.model import (
-    Responder, load_causal_lm, load_responder_tokenizer as load_tokenizer, special_ids,
-)
+from parlai_docgraph.models.responder.model import Responder
 from parlai_docgraph.models.responder.streaming import GenerationStopped, ReplyStreamer
 
 GREEDY = generation_config({"inference": "greedy", "beam_min_length": 12}, max_new_tokens=12)
-
-
-def _responder(source: str):
-    tok = load_tokenizer(source)
-    eos, pad = special_ids(tok)
-    return Responder(load_causal_lm(source, seed=0).eval(), eos, pad), tok
-
-
-@pytest.fixture(scope="module")
-def gpt2():
-    return _responder("tiny")
-
-
-@pytest.fixture(scope="module")
-def llama(tmp_path_factory):
-    return _responder(str(make_tiny_lm("llama", tmp_path_factory.mktemp("llama"))))
 
 
 def _decode(tok):
@@ -51,7 +32,7 @@ def _prompt(responder: Responder, tok) -> List[int]:
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])
 def test_streamed_pieces_add_up_to_the_reply(family, request):
-    responder, tok = request.getfixturevalue(family)
+    responder, tok = request.getfixturevalue(f"{family}_responder")
     pieces: List[str] = []
     streamer = ReplyStreamer(_decode(tok), on_text=pieces.append, eos_id=responder.eos_id)
     prompt = _prompt(responder, tok)
@@ -74,8 +55,8 @@ def test_an_incomplete_character_waits_for_its_next_token():
     assert pieces == ["aé", " b"]
 
 
-def test_a_stop_request_ends_generate_and_the_lm_stays_usable(gpt2):
-    responder, tok = gpt2
+def test_a_stop_request_ends_generate_and_the_lm_stays_usable(gpt2_responder):
+    responder, tok = gpt2_responder
     pieces: List[str] = []
     streamer = ReplyStreamer(_decode(tok), on_text=pieces.append,
                              should_stop=lambda: len(streamer.tokens) >= 3)
@@ -86,8 +67,8 @@ def test_a_stop_request_ends_generate_and_the_lm_stays_usable(gpt2):
     assert len(responder.generate([prompt], GREEDY)[0][0].tokens) == 12
 
 
-def test_beam_search_streams_the_chosen_reply_in_one_piece_and_batches_are_refused(gpt2):
-    responder, tok = gpt2
+def test_beam_search_streams_the_chosen_reply_in_one_piece_and_batches_are_refused(gpt2_responder):
+    responder, tok = gpt2_responder
     prompt = _prompt(responder, tok)
     beam = generation_config({"inference": "beam", "beam_size": 3, "beam_min_length": 4},
                              max_new_tokens=8)
