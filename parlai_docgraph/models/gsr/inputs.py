@@ -39,7 +39,7 @@ def chat_frame(tokenizer: Any) -> Tuple[List[int], List[int]]:
     """
     Ids the tokenizer's chat template writes before and after the content of one user
     message, the generation prompt included (SmolLM2: its default system message and
-    ``<|im_start|>user\n`` before, ``<|im_end|>\n<|im_start|>assistant\n`` after).
+    ``<|im_start|>user\\n`` before, ``<|im_end|>\\n<|im_start|>assistant\\n`` after).
     """
     if not getattr(tokenizer, "chat_template", None):
         raise ValueError("the tokenizer has no chat template to frame the GSR prompts with")

@@ -61,7 +61,7 @@ def collate_examples(
 
     Tensor fields: ``cand_input_ids`` / ``cand_attention_mask`` (/ ``cand_token_type_ids``)
     ``[C, T]`` (Eq. 1 input ``[s_i; x]``, or Zhang & Tan's tagged sequence for
-    ``input_format="zhang_tan"`` (:mod:`.inputs`), the context truncated from the
+    ``input_format="zhang_tan"`` (:mod:`parlai_docgraph.models.selector.inputs`), the context truncated from the
     left; ``paths``:
     ``s_i`` followed by at most ``path_max_tuples`` path tuples, cut to fit half of
     ``max_length`` so the candidate itself always survives), ``cand2example`` ``[C]``, ``gold``

@@ -52,15 +52,17 @@ def add_format_tokens(encoder: Any, tokenizer: Any, input_format: str) -> None:
 
 
 def zhang_tan_context(context: str) -> str:
-    """``[user] u_1 [agent] u_2 ... [user] u_n`` of newline-separated ``context`` (the last
-    utterance is the user's; tags alternate backwards); ``""`` without utterances."""
+    """Zhang & Tan's dialogue text of newline-separated ``context``:
+    ``[user] u_1 [agent] u_2 … [user] u_n`` (the last utterance is the user's; tags
+    alternate backwards); ``""`` without utterances."""
     lines = [line.strip() for line in context.split("\n") if line.strip()]
     return " ".join(f"{USER if (len(lines) - 1 - i) % 2 == 0 else AGENT} {line}"
                     for i, line in enumerate(lines))
 
 
 def zhang_tan_text(context: str, candidate: str) -> str:
-    """``[user] u_1 [agent] u_2 ... [user] u_n [know] s_i`` (:func:`zhang_tan_context`)."""
+    """Zhang & Tan's input of a candidate: ``[user] u_1 … [user] u_n [know] s_i``
+    (:func:`zhang_tan_context`)."""
     return " ".join(filter(None, [zhang_tan_context(context), f"{KNOW} {candidate}"]))
 
 
