@@ -8,7 +8,7 @@ row, its stages as stock ``parlai`` argument lists (``train_model`` / ``eval_mod
 each comes from, the model family and the paper's reported figures by table column. This
 module loads and validates it (no ParlAI imports); ``parlai-docgraph recipes`` shows and
 runs the commands (:mod:`parlai_docgraph.scripts.recipes`) and
-:mod:`parlai_docgraph.recipes.readme` writes the README's paper sections from it.
+:mod:`parlai_docgraph.recipes.readme` renders its tables, which the documentation's paper pages show.
 
 ``hparams`` maps an opt key to ``{value, source, stage}``; the stage defaults to ``train``
 (``all``: every stage, ``eval``: every ``eval*`` stage, a list: those stages); ``KEY@STAGE``

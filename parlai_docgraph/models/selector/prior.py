@@ -39,7 +39,7 @@ beside the sum: with the ranking loss :math:`L(s) = -\log \mathrm{softmax}(s)_{g
 Without it the similarity terms rank the training questions almost alone, the ranking loss
 is small from the first steps, and the cross-encoder and graph part learns little: in the
 zoo recipe (one epoch, 292 questions) it ranked 0.35 of 124 valid questions by itself,
-0.77 with ``w = 1`` (README, "First hour").
+0.77 with ``w = 1`` (the selector comment of ``zoo/sample.py``).
 """
 
 from __future__ import annotations
