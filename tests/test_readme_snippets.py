@@ -22,6 +22,9 @@ def test_graph_snippet_with_extend_document_graph_runs_as_written():
     graph = scope["g"]
     graph.validate()
     assert [n.text for n in graph.nodes_of_type("passage")] == ["Eddystone Lighthouse", "Smeaton"]
+    # the one-passage graph as PyG data; its typed edges
+    assert 0 < scope["data"].num_nodes < len(scope["rebuilt"].nodes)
+    assert scope["links"] and {e.type for e in scope["links"]} == {"sentence_concept"}
 
 
 def test_graph_store_snippet_runs_as_written(tmp_path, monkeypatch):
@@ -55,3 +58,16 @@ def test_default_options_ablate_command_parses_as_written():
     assert opt["node_relevance"] is True and opt["graph_learningrate"] == 2e-3
     assert set(opt["override"]) <= {"task", "label_type", "variants", "steps", "seed",
                                     "expedition_eval_dialogues", "out_dir", "datapath"}
+
+
+def test_knowledge_graph_snippet_runs_as_written():
+    """The DialogGSR page's knowledge-graph library snippet: neighbours, linked turns and the
+    triples of a retrieved path, each consistent with the graph it built."""
+    [snippet] = [b for b in _blocks("python") if "linker.link_turns(" in b]
+    scope: dict = {}
+    exec(compile(snippet, "docs", "exec"), scope)  # noqa: S102 (our own documentation)
+    kg = scope["kg"]
+    assert {(r, e) for r, e, forward in kg.neighbors("Brad Pitt") if not forward} == {
+        ("starred_actors", "Se7en"), ("starred_actors", "Fight Club")}
+    assert scope["mentioned"] == ["Se7en", "Brad Pitt"]
+    assert scope["triples"] and all(kg.has_triple(*t) for t in scope["triples"])
