@@ -419,6 +419,14 @@ def test_unmerged_clusters_get_coref_edges(dep):
     assert len(split.nodes) == len(full.nodes) + 2
     none = build_document_graph([BACH], parser=dep, coref_merge="none", coref_edges=False)
     assert not none.edges_of_type("coref")
+    # the same graph through the user option --graph-coref-merge unlinked
+    from parlai_docgraph.graphs.config import GraphConfig
+    from parlai_docgraph.graphs.factory import GraphFactory
+
+    unlinked = GraphFactory(GraphConfig(variant="coref", coref_merge="unlinked")).build([BACH])
+    assert not unlinked.edges_of_type("coref")
+    assert sorted(n.text for n in unlinked.nodes if n.kind == "entity" and (
+        "Bach" in n.text or n.text == "He")) == ["Bach", "He", "Johann Sebastian Bach"]
     per_passage = build_document_graph(
         [BACH, ("B", ["Bach was born in Eisenach."])], parser=dep, coref_merge="passage"
     )

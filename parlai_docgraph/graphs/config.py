@@ -21,8 +21,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 GRAPH_PARSERS: Tuple[str, ...] = ("dep", "amr")
 GRAPH_COREFS: Tuple[str, ...] = ("rule", "coreferee", "none")
-#: ``--graph-coref-merge``: the ``coref_merge`` modes of ``semantic.build_document_graph``
-COREF_MERGES: Tuple[str, ...] = ("all", "passage", "none")
+#: ``--graph-coref-merge``: the ``coref_merge`` modes of ``semantic.build_document_graph``,
+#: and ``unlinked`` (mode ``none`` without its ``coref`` edges: ``coref_edges=False``)
+COREF_MERGES: Tuple[str, ...] = ("all", "passage", "none", "unlinked")
 
 
 class GraphVariant(str, Enum):
@@ -137,7 +138,8 @@ class GraphConfig:
         "--graph-coref-merge", "all", choices=COREF_MERGES,
         help="semantic graphs: how a coreference cluster becomes concept nodes: all = one "
         "node per cluster (Li et al.); passage = one node per cluster and passage, the parts "
-        "linked by coref edges; none = one node per mention, linked by coref edges")
+        "linked by coref edges; none = one node per mention, linked by coref edges; "
+        "unlinked = one node per mention, no coref edges (coreference found, then ignored)")
     amr_file: Optional[str] = _option(
         "--amr-file", None, help="penman AMR graphs of the sentences (--graph-parser amr)")
     amr_model_dir: Optional[str] = _option(
@@ -192,7 +194,9 @@ class GraphConfig:
         if self.builder == "multilevel":
             return dict(MULTILEVEL_ABLATIONS[self.multilevel_ablation])
         options = self.variant.build_options
-        if self.coref_merge != "all":
+        if self.coref_merge == "unlinked":
+            options.update(coref_merge="none", coref_edges=False)
+        elif self.coref_merge != "all":
             options["coref_merge"] = self.coref_merge
         return options
 
