@@ -126,6 +126,10 @@ class OpendialkgTeacher(KgCandidatesMixin, DocgraphDialogTeacher):
         fold = self.datatype.split(":")[0]
         rows = set(split[fold])
         dialogues = [d for d in data.dialogues if d.index in rows]
+        unattached = sum(len(d.unattached_paths) for d in dialogues)
+        logging.info(f"{self.__class__.__name__} {fold}: {len(dialogues)} dialogues, "
+                     f"{sum(len(d.path_actions) for d in dialogues)} KG path actions "
+                     f"({unattached} after the last message, grounding no turn)")
         episodes = [(d, assistant_turns(d)) for d in dialogues]
         pool = [(t.dialogue_id, t.response) for _, turns in episodes for t in turns]
         for dialogue, turns in episodes:
