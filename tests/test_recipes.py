@@ -134,6 +134,20 @@ def _main(*args) -> str:
     return out.getvalue()
 
 
+def test_readme_action_needs_a_file_and_rewrites_its_regions(tmp_path, book):
+    """``recipes readme`` names the file it rewrites (the README has no regions since the
+    paper pages moved to the documentation), and rewrites that file's regions."""
+    with pytest.raises(rb.RecipeError, match="needs --readme FILE"):
+        _main("readme")
+    page = tmp_path / "page.md"
+    section = sorted({t.section for t in book.tables.values()})[0]
+    page.write_text(f"intro\n{rm.BEGIN.format(section=section)}\nOLD\n{rm.END.format(section=section)}\n",
+                    encoding="utf-8")
+    assert "rewritten" in _main("readme", "--readme", str(page))
+    assert "OLD" not in page.read_text(encoding="utf-8")
+    assert "current" in _main("readme", "--readme", str(page), "--check")
+
+
 def test_show_and_dry_run_print_stock_commands(tmp_path, book):
     runs = str(tmp_path / "runs")
     shown = _main("show", "li_t4_holle_ours", "--datapath", "/d", "--runs-dir", runs)
