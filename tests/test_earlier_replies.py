@@ -91,3 +91,11 @@ def test_the_agent_blocks_its_own_turns_only(datapath):
     assert not set(user) <= set(table)
     agent.opt["block_earlier_replies"] = 0
     assert agent.earlier_reply_block(ex) == {}
+
+
+def test_parlais_context_block_is_refused_with_the_option_that_exists():
+    """--beam-context-block-ngram (inherited from ParlAI) would block the fact's words: it is
+    refused, naming --block-earlier-replies, instead of being silently ignored."""
+    with pytest.raises(ValueError, match="block-earlier-replies"):
+        generation_config({"inference": "greedy", "beam_context_block_ngram": 3})
+    assert generation_config({"inference": "greedy", "beam_context_block_ngram": -1})

@@ -50,6 +50,10 @@ def generation_config(
     agent maps the option the same way). ``--temperature`` applies to sampling only.
     """
     inference = opt.get("inference") or "greedy"
+    if int(opt.get("beam_context_block_ngram") or 0) > 0:
+        raise ValueError("--beam-context-block-ngram is not supported here (it would block the "
+                         "knowledge's and the user's words too); the responder's "
+                         "--block-earlier-replies N blocks only its own earlier replies")
     if inference not in INFERENCE:
         raise ValueError(f"unsupported --inference {inference} (supported: {', '.join(INFERENCE)})")
     if inference in DELAYED_BEAM:

@@ -215,7 +215,9 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
         batch["responder_targets"] = targets
         batch["responder_gen_prompts"] = [self._generation_prompt(ex) for ex in exs]
         batch["responder_refs"] = [reply_references(ex) for ex in exs]
-        batch["responder_blocked"] = [self.earlier_reply_block(ex) for ex in exs]
+        # the block only serves generation: training batches skip the tokenising
+        batch["responder_blocked"] = (None if batch.is_training
+                                      else [self.earlier_reply_block(ex) for ex in exs])
         return batch
 
     def _knowledge(self, ex) -> str:
