@@ -285,12 +285,54 @@ def sample_data():
     return odkg.read_opendialkg(str(SAMPLE / "opendialkg.csv"))
 
 
+def _generator():
+    return _load_script(REPO_TASKS.parent.parent / "tools" / "make_sample_kg.py")
+
+
 def test_sample_generator_is_in_sync():
-    gen = _load_script(REPO_TASKS.parent.parent / "tools" / "make_sample_kg.py")
-    csv_text, kg_text = gen.build()
+    gen = _generator()
+    csv_text, kg_text, odds_text = gen.build()
     assert gen.verify(csv_text, kg_text) == []
     assert (SAMPLE / "opendialkg.csv").read_text("utf-8") == csv_text
     assert (SAMPLE / "opendialkg_triples.txt").read_text("utf-8") == kg_text
+    assert (SAMPLE / gen.ODDS_NAME).read_text("utf-8") == odds_text
+
+
+@pytest.mark.parametrize("start,used", [
+    ("Amélie", {"Amélie"}),  # films: one and two hops
+    ("Brad Pitt", {"Brad Pitt", "Se7en"}),  # a person, one work already said
+    ("Film", {"Amélie", "Film"}),  # a class: no edge leads on (one hop only, or none)
+])
+def test_walk_odds_are_what_the_generator_draws(start, used):
+    """Walker.odds (what path_odds.json and the kg_ceiling benchmark rest on) against the
+    frequencies of the generator's own draws, a two-hop draw with probability TWO_HOP."""
+    gen = _generator()
+    walker = gen.Walker(gen.all_triples(gen.forward_facts()))
+    odds = walker.odds(start, used)
+    rng, counts, n = random.Random(0), {}, 0
+    for _ in range(30000):
+        walk = walker.path(rng, start, used, 2 if rng.random() < gen.TWO_HOP else 1)
+        if walk:
+            counts[tuple(walk)] = counts.get(tuple(walk), 0) + 1
+            n += 1
+    if not odds:
+        assert n == 0
+        return
+    assert abs(sum(odds.values()) - 1) < 1e-9 and set(counts) <= set(odds)
+    for walk, p in odds.items():
+        assert abs(counts.get(walk, 0) / n - p) < 4 * (p * (1 - p) / n) ** 0.5 + 1e-3, walk
+
+
+def test_walk_odds_of_the_sample_bound_path_at_k():
+    """path_odds.json: one entry per assistant walk of each row, in order; best@1 <= best@3."""
+    rows = json.loads((SAMPLE / "path_odds.json").read_text("utf-8"))["rows"]
+    data = odkg.read_opendialkg(str(SAMPLE / "opendialkg.csv"))
+    assert len(rows) == data.num_rows == len(data.dialogues)
+    for d in data.dialogues:
+        walks = [[list(t) for t in a.triples] for a in d.path_actions if a.sender == "assistant"]
+        assert [w["path"] for w in rows[d.index]] == walks
+        for w in rows[d.index]:
+            assert 0 < w["p"] <= w["best@1"] <= w["best@3"] <= 1
 
 
 def test_sample_shape(sample_data):

@@ -16,6 +16,11 @@ message (same sender) that mentions every entity of the walk.
 
     python tools/make_sample_kg.py           # rewrite the files
     python tools/make_sample_kg.py --check   # exit 1 if they differ
+
+It also writes ``opendialkg/path_odds.json``: the probability of each assistant walk under
+this generator, given the dialogue so far. The walks are drawn at random among the focus
+entity's edges, so no retriever can rank the drawn walk first more often than ``best@1``
+says; ``parlai-docgraph bench --only kg_ceiling`` averages it over a split.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 OUT_DIR = os.path.join(HERE, "opendialkg")
 SEED = 20240607
 NUM_DIALOGUES = 60
+ODDS_NAME = "path_odds.json"
 
 Triple = Tuple[str, str, str]
 
@@ -177,32 +183,70 @@ SCORES = [0.0, 1.0, -0.5, 3.0, -1, -2, 2, 0.5, 1.5, -1.5]
 
 NO_INTERMEDIATE = {"is-a", "~is-a", "in_language", "~in_language"}
 NO_HOP = {"~is-a", "~in_language"}  # hub fan-out (every film is-a Film): never walk back
+#: the share of walks drawn with two hops
+TWO_HOP = 0.35
 
 
 class Walker:
+    """Draws the dialogues' KG walks; :meth:`odds` states the distribution :meth:`path` draws
+    from, so the data says how predictable each gold path is (``path_odds.json``)."""
+
     def __init__(self, triples: Sequence[Triple]) -> None:
         self.out: Dict[str, List[Triple]] = {}
         for t in triples:
             if t[1] not in NO_HOP:
                 self.out.setdefault(t[0], []).append(t)
 
+    def _edges(self, start: str, said: set) -> List[Triple]:
+        return [t for t in self.out.get(start, []) if surface(t[2]) not in said]
+
+    def _seconds(self, start: str, first: Triple, said: set) -> List[Triple]:
+        """The second hops after ``first`` (none when ``first`` may not be a middle hop)."""
+        if first[1] in NO_INTERMEDIATE:
+            return []
+        return [t for t in self.out.get(first[2], [])
+                if surface(t[2]) not in said and surface(t[2]) != surface(start)]
+
     def path(self, rng: random.Random, start: str, used: set, hops: int) -> Optional[List[Triple]]:
         said = {surface(e) for e in used}
-        edges = [t for t in self.out.get(start, []) if surface(t[2]) not in said]
+        edges = self._edges(start, said)
         rng.shuffle(edges)
         for first in edges:
             if hops == 1:
                 return [first]
-            if first[1] in NO_INTERMEDIATE:
-                continue
-            seconds = [
-                t
-                for t in self.out.get(first[2], [])
-                if surface(t[2]) not in said and surface(t[2]) != surface(start)
-            ]
+            seconds = self._seconds(start, first, said)
             if seconds:
                 return [first, rng.choice(seconds)]
         return None
+
+    def odds(self, start: str, used: set) -> Dict[Tuple[Triple, ...], float]:
+        """
+        P(walk | a walk is drawn) from ``start``, as :func:`make_dialogue` draws it: two hops
+        with probability :data:`TWO_HOP`, the first hop uniform over the edges that can lead
+        on (each second hop uniform after it), else one hop uniform over :meth:`_edges`. Where
+        no edge leads on, a two-hop draw gives no walk, so every walk is one hop.
+        """
+        said = {surface(e) for e in used}
+        edges = self._edges(start, said)
+        if not edges:
+            return {}
+        leads = {first: self._seconds(start, first, said) for first in edges}
+        leads = {first: seconds for first, seconds in leads.items() if seconds}
+        one = 1.0 - TWO_HOP if leads else 1.0
+        out: Dict[Tuple[Triple, ...], float] = {(first,): one / len(edges) for first in edges}
+        for first, seconds in leads.items():
+            for second in seconds:
+                out[(first, second)] = TWO_HOP / len(leads) / len(seconds)
+        return out
+
+
+def walk_odds(odds: Dict[Tuple[Triple, ...], float], triples: List[Triple]) -> dict:
+    """One drawn walk and how predictable it was: its probability ``p`` and the summed
+    probability of the ``k`` likeliest walks (``best@k``: the chance that the best possible
+    ranking of walks has the drawn one in its top ``k``)."""
+    ranked = sorted(odds.values(), reverse=True)
+    return {"path": [list(t) for t in triples], "p": round(odds[tuple(triples)], 6),
+            "best@1": round(sum(ranked[:1]), 6), "best@3": round(sum(ranked[:3]), 6)}
 
 
 def kind_of(entity: str) -> str:
@@ -233,9 +277,11 @@ def grounded_message(rng: random.Random, sender: str, triples: List[Triple]) -> 
     return " ".join(x for x in (rng.choice(pre), body, rng.choice(post)) if x)
 
 
-def make_dialogue(rng: random.Random, walker: Walker, start: str, n: int) -> List[dict]:
+def make_dialogue(rng: random.Random, walker: Walker, start: str, n: int,
+                  odds: Optional[List[dict]] = None) -> List[dict]:
     """
-    One session starting from ``start``; the assistant opens every 12th dialogue.
+    One session starting from ``start``; the assistant opens every 12th dialogue. Each
+    assistant walk's odds (:func:`walk_odds`) are appended to ``odds`` when given.
     """
     actions: List[dict] = []
     n_turns = rng.randint(4, 8)
@@ -268,8 +314,10 @@ def make_dialogue(rng: random.Random, walker: Walker, start: str, n: int) -> Lis
         p_path = 1.0 if first_reply else 0.8 if sender == "assistant" else 0.45
         triples = None
         if not last and rng.random() < p_path:
-            triples = walker.path(rng, focus, used, 2 if rng.random() < 0.35 else 1)
+            triples = walker.path(rng, focus, used, 2 if rng.random() < TWO_HOP else 1)
         if triples:
+            if odds is not None and sender == "assistant":
+                odds.append(walk_odds(walker.odds(focus, used), triples))
             score = SCORES[(n + k) % len(SCORES)]
             actions.append(path_action(sender, score, triples))
             text = grounded_message(rng, sender, triples)
@@ -308,7 +356,9 @@ def starts(rng: random.Random) -> List[str]:
     return out[:NUM_DIALOGUES]
 
 
-def build() -> Tuple[str, str]:
+def build() -> Tuple[str, str, str]:
+    """The CSV, the KG file and ``path_odds.json`` (per CSV row, the odds of each assistant
+    walk, in order: what bounds any retriever's path@k on this data)."""
     rng = random.Random(SEED)
     facts = forward_facts()
     triples = all_triples(facts)
@@ -316,8 +366,10 @@ def build() -> Tuple[str, str]:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["Messages", "User Rating", "Assistant Rating"])
+    rows: List[List[dict]] = []
     for n, start in enumerate(starts(rng)):
-        actions = make_dialogue(rng, walker, start, n)
+        rows.append([])
+        actions = make_dialogue(rng, walker, start, n, rows[-1])
         ratings = []
         for _ in range(2):
             d = str(rng.choice([3, 4, 5, 5, 5]))
@@ -325,7 +377,11 @@ def build() -> Tuple[str, str]:
             ratings.append(json.dumps({"dialog_rating": d, "other_agent_rating": o}))
         writer.writerow([json.dumps(actions, ensure_ascii=False)] + ratings)
     kg = "".join(f"{s}\t{r}\t{o}\n" for s, r, o in triples)
-    return buf.getvalue(), kg
+    about = ("Per row of opendialkg.csv, each assistant KG walk in order: p is its probability "
+             "under the generator (tools/make_sample_kg.py, Walker.odds) given the dialogue so "
+             "far, best@k the summed probability of the k likeliest walks.")
+    odds = json.dumps({"about": about, "two_hop": TWO_HOP, "rows": rows}, ensure_ascii=False, indent=1)
+    return buf.getvalue(), kg, odds + "\n"
 
 
 def verify(csv_text: str, kg_text: str) -> List[str]:
@@ -369,12 +425,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="compare instead of writing")
     args = parser.parse_args(argv)
-    csv_text, kg_text = build()
+    csv_text, kg_text, odds_text = build()
     problems = verify(csv_text, kg_text)
     if problems:
         print("\n".join(problems[:20]))
         return 1
-    files = {"opendialkg.csv": csv_text, "opendialkg_triples.txt": kg_text}
+    files = {"opendialkg.csv": csv_text, "opendialkg_triples.txt": kg_text, ODDS_NAME: odds_text}
     if args.check:
         ok = True
         for name, text in files.items():
