@@ -24,9 +24,24 @@ BIN = Path(sys.executable).parent
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real"
 
 
+def thread_share() -> int:
+    """Torch (OpenMP) threads for one test process: ``$OMP_NUM_THREADS`` when set, else the
+    machine's cores shared out among the pytest-xdist workers (``PYTEST_XDIST_WORKER_COUNT``),
+    at least one. Two workers on two cores each running two threads oversubscribe the cores,
+    and OpenMP's busy-waiting threads then slow both down."""
+    if os.environ.get("OMP_NUM_THREADS", "").isdigit():
+        return max(1, int(os.environ["OMP_NUM_THREADS"]))
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
 def offline_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """The environment of a command a test runs: offline, and with this worker's share of
+    the cores (:func:`thread_share`) unless ``extra`` says otherwise."""
     env = dict(os.environ)
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PARLAI_DOCGRAPH_OFFLINE="1")
+    env.setdefault("OMP_NUM_THREADS", str(thread_share()))
+    env.setdefault("MKL_NUM_THREADS", str(thread_share()))
     env.update(extra or {})
     return env
 
@@ -68,6 +83,14 @@ def pytest_report_header(config: pytest.Config) -> str:
     where = "the source tree" if source == Path(__file__).resolve().parents[1] / "parlai_docgraph" \
         else "an installed copy: rerun make dev (editable) or make install after edits"
     return f"parlai_docgraph: {source} ({where})"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _thread_share():
+    """Every test process uses its share of the cores (:func:`thread_share`)."""
+    import torch
+
+    torch.set_num_threads(thread_share())
 
 
 @pytest.fixture(autouse=True)

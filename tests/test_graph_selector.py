@@ -30,14 +30,6 @@ SMALL = ("--selector-hidden", "32", "--type-dim", "8", "--pair-truncate", "64",
 VARIANTS = tuple(GraphVariant.names())
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _two_threads():
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(before)
-
-
 def _report(stdout: str, header: str) -> Dict[str, float]:
     """The JSON report ParlAI prints on the line after the last line ending in ``header``."""
     lines = stdout.splitlines()
