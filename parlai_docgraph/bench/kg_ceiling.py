@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Tuple
 
 from parlai_docgraph.bench.cli import register_benchmark
 
@@ -42,14 +42,12 @@ def odds_file() -> str:
     return path
 
 
-def _key(path: Sequence[Sequence[str]]) -> Tuple[Tuple[str, ...], ...]:
-    return tuple(tuple(t) for t in path)
-
-
 def split_turns(split: str, datapath: str) -> List[Tuple[int, Tuple]]:
     """``(dialogue row, first gold path)`` of every turn of ``split`` with a gold path."""
     from parlai.core.params import ParlaiParser
     from parlai.core.teachers import create_task_agent_from_taskname
+
+    from parlai_docgraph.kg.fields import json_to_path
 
     opt = ParlaiParser(True, False).parse_args(["-t", TASK, "--datapath", datapath, "-dt", split])
     teacher = create_task_agent_from_taskname(opt)[0]
@@ -57,16 +55,18 @@ def split_turns(split: str, datapath: str) -> List[Tuple[int, Tuple]]:
     for _ in range(teacher.num_examples()):
         msg = teacher.act()
         if msg.get("kg_gold_paths"):
-            out.append((int(msg["dialogue_id"]), _key(msg["kg_gold_paths"][0])))
+            out.append((int(msg["dialogue_id"]), json_to_path(msg["kg_gold_paths"][0])))
     return out
 
 
 def ceiling(split: str, datapath: str, rows: List[List[dict]]) -> Dict[str, Any]:
     """Mean ``best@1``, ``best@3`` and ``p`` over the gold-path turns of ``split``."""
+    from parlai_docgraph.kg.fields import triples_to_path
+
     turns = split_turns(split, datapath)
     picked = []
     for row, path in turns:
-        walks = [w for w in rows[row] if _key(w["path"]) == path]
+        walks = [w for w in rows[row] if triples_to_path(w["path"]) == path]
         if not walks:
             raise ValueError(f"{ODDS_NAME}: row {row} has no walk {path}: regenerate it with "
                              "python tools/make_sample_kg.py")
