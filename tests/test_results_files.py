@@ -186,6 +186,14 @@ def test_kg_ceiling_is_quoted_from_its_result_file(results_page):
     assert test["gold_path_turns"] == gsr["gold_path_turns"]
     assert 0 < test["p_gold_mean"] <= test["path@1_max"] <= test["path@3_max"] < 1
     assert markdown_table(data["kg_ceiling"]) in results_page
+    # what the DialogGSR guide says of the two files: rank 1 allows under two hits, which no
+    # system exceeds; at rank 3 the real model reaches the bound, the random ones do not
+    assert test["path@1_max"] * test["gold_path_turns"] < 2
+    systems = gsr["systems"]
+    real = next(n for n in systems if "random" not in n)
+    assert all(round(f["path@1"] * gsr["gold_path_turns"]) <= 1 for f in systems.values())
+    assert systems[real]["path@3"] >= test["path@3_max"]
+    assert all(f["path@3"] < test["path@3_max"] for n, f in systems.items() if n != real)
 
 
 def test_the_kg_ceiling_command_writes_its_result_file(tmp_path):

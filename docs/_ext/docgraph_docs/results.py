@@ -449,8 +449,8 @@ def _summary_rows(files: Dict[str, Dict[str, Any]]) -> List[Tuple[str, str, str]
                 continue
             s = systems[real]
             rows.append((f"DialogGSR on real weights ({real})",
-                         f"path_valid {s['path_valid']:.2f}, reply BLEU-4 "
-                         f"{100 * s['resp_bleu-4']:.1f}, path@1 {s['path@1']:.3f}", name))
+                         f"path_valid {s['path_valid']:.2f}, path@1 {s['path@1']:.3f}, path@3 "
+                         f"{s['path@3']:.3f}, reply BLEU-4 {100 * s['resp_bleu-4']:.1f}", name))
         elif kind.name == "kg_ceiling":
             r = data["kg_ceiling"]
             t = r["splits"]["test"]
