@@ -15,9 +15,7 @@ import torch
 
 from conftest import teacher_acts
 from parlai_docgraph.graphs.concept_label import concept_label
-from test_graph_selector import (  # noqa: F401  (_two_threads: a fixture)
-    _agent, _as_eval, _observed, _two_threads,
-)
+from test_graph_selector import _agent, _as_eval, _observed
 
 pytest.importorskip("transformers")
 

@@ -20,7 +20,6 @@ Run: ``parlai-docgraph bench --only kg_ceiling --out docs/results/kg_ceiling.jso
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from typing import Any, Dict, List, Tuple
@@ -80,8 +79,9 @@ def ceiling(split: str, datapath: str, rows: List[List[dict]]) -> Dict[str, Any]
 
 def run(datapath: str = "") -> Dict[str, Any]:
     """The ceiling of every split of :data:`SPLITS`."""
-    with open(odds_file(), encoding="utf-8") as f:
-        rows = json.load(f)["rows"]
+    from parlai_docgraph.jsonio import read_json
+
+    rows = read_json(odds_file())["rows"]
     with tempfile.TemporaryDirectory() as tmp:
         return {"task": TASK, "splits": {s: ceiling(s, datapath or tmp, rows) for s in SPLITS}}
 
