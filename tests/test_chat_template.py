@@ -119,3 +119,31 @@ def test_fact_layout_puts_the_knowledge_beside_the_newest_turn(qwen_tok):
     assert f"<|im_start|>user\n{TURNS[-1]}<|im_end|>" in bare and "Fact:" not in bare
     with pytest.raises(ValueError, match="--chat-prompt"):
         chat.chat_prompt(qwen_tok, KNOWLEDGE, TURNS, layout="nowhere")
+
+
+@pytest.mark.parametrize("family", ["qwen", "gpt2"])
+def test_knowledge_title_none_gives_the_sentence_alone(family, qwen_dir):
+    """``--knowledge-title none``: the prompt's knowledge line, for the teacher's sentence and
+    for the pipeline's selection alike, is the sentence without ``title:`` (the Qwen-style
+    chat template and the bundled GPT-2's plain layout); ``prefix`` keeps the title, and a
+    model file saved before the option existed loads as ``prefix``."""
+    from parlai_docgraph.agents.gpt2_responder.agent import Gpt2ResponderAgent
+
+    model = str(qwen_dir) if family == "qwen" else "tiny"
+    tok = load_tokenizer(TINY_DIR if model == "tiny" else model)
+    sentence = "a lighthouse is a tower that emits light"
+    msg = {"text": TURNS[-1], "title": "Lighthouse", "checked_sentence": sentence,
+           "labels": ["yes"], "episode_done": True}
+    selected = {"selected_knowledge": {"title": "Lighthouse", "sentence": sentence}}
+    for setting, knowledge in (("none", sentence), ("prefix", f"Lighthouse: {sentence}")):
+        agent = _agent(model, "--knowledge-title", setting)
+        text = tok.decode(agent.observe(dict(msg))["text_vec"].tolist(), skip_special_tokens=False)
+        assert knowledge in text and ("Lighthouse:" in text) == (setting == "prefix")
+        assert agent._knowledge(selected) == knowledge
+    from parlai.core.params import ParlaiParser
+
+    saved = ParlaiParser(True, True).parse_args(["-m", "docgraph/gpt2_responder",
+                                                 "--knowledge-title", "none"])
+    assert Gpt2ResponderAgent.upgrade_opt(dict(saved))["knowledge_title"] == "none"
+    del saved["knowledge_title"]  # an opt file written before the option
+    assert Gpt2ResponderAgent.upgrade_opt(saved)["knowledge_title"] == "prefix"

@@ -154,8 +154,10 @@ class ReplyEval(ParlaiScript):
                        help="more rows, comma-separated label=SPEC: SPEC a "
                        "docgraph/gpt2_responder model file or model:NAME (untrained, "
                        "--responder-model NAME)")
-        g.add_argument("--responder-options", type=str, default="--chat-prompt fact",
-                       help="options of the model:NAME responders (one shell-quoted string)")
+        g.add_argument("--responder-options", type=str,
+                       default="--chat-prompt fact --knowledge-title none",
+                       help="options of the model:NAME responders (one shell-quoted string; "
+                       "the default is the zoo responder's prompt)")
         g.add_argument("--fold", type=str, default="test", choices=("test", "valid"),
                        help="test: the held-out questions; valid: docgraph:docqa valid")
         g.add_argument("--num-questions", type=int, default=0,

@@ -171,7 +171,7 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
         context = self.dict.txt2vec(history_string)
         turns = list(history.history_strings) if history is not None and history.history_strings else [history_string]
         responder = self._responder()
-        prompt = self.build_prompt(knowledge_text(obs), history_string, turns)
+        prompt = self.build_prompt(knowledge_text(obs, self.knowledge_title()), history_string, turns)
         obs.force_set("full_text", history_string)
         obs.force_set("history_turns", turns)
         obs.force_set("context_original_length", len(context))
@@ -220,12 +220,17 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
                                       else [self.earlier_reply_block(ex) for ex in exs])
         return batch
 
+    def knowledge_title(self) -> bool:
+        """``--knowledge-title prefix``: the knowledge line starts with the passage title."""
+        return self.opt.get("knowledge_title", "prefix") == "prefix"
+
     def _knowledge(self, ex) -> str:
         """The knowledge the reply answers from: the pipeline's selection, else the message's."""
         selected = ex.get("selected_knowledge")
         if selected:
-            return format_knowledge(selected.get("title"), selected.get("sentence"))
-        return knowledge_text(ex)
+            return format_knowledge(selected.get("title"), selected.get("sentence"),
+                                    self.knowledge_title())
+        return knowledge_text(ex, self.knowledge_title())
 
     def earlier_reply_block(self, ex) -> Dict:
         """

@@ -13,8 +13,10 @@ from parlai_docgraph.agents.lm_adapters import add_adapter_args
 from parlai_docgraph.models.responder import chat
 
 #: what models saved before an option existed did (the agent's ``upgrade_opt``): the
-#: system-message chat layout
-SAVED_BEFORE = {"chat_prompt": "system"}
+#: system-message chat layout, the knowledge line "title: sentence"
+SAVED_BEFORE = {"chat_prompt": "system", "knowledge_title": "prefix"}
+#: ``--knowledge-title``: how the passage title reaches the knowledge line
+KNOWLEDGE_TITLE = ("prefix", "none")
 
 
 def add_responder_args(parser: ParlaiParser) -> None:
@@ -70,6 +72,16 @@ def add_responder_args(parser: ParlaiParser) -> None:
         "'Knowledge: ...') or 'fact' (the newest user turn reads 'Fact: <knowledge>', the "
         "turn, then 'Reply in one sentence, using the fact.'; what small instruct models "
         "follow)",
+    )
+    group.add_argument(
+        "--knowledge-title",
+        type=str,
+        default="prefix",
+        choices=KNOWLEDGE_TITLE,
+        help="the knowledge line of the prompt: 'prefix' ('title: sentence', the Wizard of "
+        "Wikipedia format of the GPT-2 paper rows) or 'none' (the sentence alone: a small "
+        "instruct model given 'Fact: title: sentence' began a fifth of its replies with "
+        "'title:')",
     )
     group.add_argument(
         "--block-earlier-replies",

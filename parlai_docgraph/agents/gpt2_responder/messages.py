@@ -1,7 +1,7 @@
 """
 What the responder reads from a message: the knowledge line of its prompt
-(``"title: sentence"``, ``no_passages_used`` without one) and the references a generated
-reply is scored against.
+(``"title: sentence"``, or the sentence alone with ``--knowledge-title none``;
+``no_passages_used`` without one) and the references a generated reply is scored against.
 """
 
 from __future__ import annotations
@@ -13,22 +13,24 @@ from parlai.core.message import Message
 from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
 
 
-def knowledge_text(obs: Message) -> str:
+def knowledge_text(obs: Message, with_title: bool = True) -> str:
     """
-    ``"title: checked sentence"`` from the message, ``no_passages_used`` without one.
+    ``"title: checked sentence"`` from the message (the sentence alone without
+    ``with_title``), ``no_passages_used`` without one.
     """
-    return format_knowledge(obs.get("title"), obs.get("checked_sentence"))
+    return format_knowledge(obs.get("title"), obs.get("checked_sentence"), with_title)
 
 
-def format_knowledge(title: Optional[str], sentence: Optional[str]) -> str:
+def format_knowledge(title: Optional[str], sentence: Optional[str], with_title: bool = True) -> str:
     """
-    ``"title: sentence"``; ``no_passages_used`` for an empty or no-passage sentence.
+    ``"title: sentence"`` (``--knowledge-title prefix``), the sentence alone without
+    ``with_title`` (``none``); ``no_passages_used`` for an empty or no-passage sentence.
     """
     sentence = (sentence or "").strip()
     title = (title or "").strip()
     if not sentence or sentence == NO_PASSAGE:
         return NO_PASSAGE
-    if title and title != NO_PASSAGE:
+    if with_title and title and title != NO_PASSAGE:
         return f"{title}: {sentence}"
     return sentence
 
