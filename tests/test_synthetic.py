@@ -12,7 +12,7 @@ from typing import List
 
 import pytest
 
-from conftest import run_cli, save_tiny_encoder, teacher_acts, thread_share
+from conftest import run_cli, save_tiny_encoder, teacher_acts
 
 SMALL = ["--synthetic-dialogues", "12", "--synthetic-eval-dialogues", "5"]
 
@@ -160,11 +160,8 @@ def test_graph_beats_the_cross_encoder_on_unseen_people(tmp_path):
     """``full`` vs ``none``, same tiny encoder, seed and steps, through ``train_model``:
     the cross-encoder stays at the 1/people ceiling of any pair scorer; the graph, which
     alone ties a pronoun to its person's opening sentence, beats it on unseen people."""
-    import torch
-
     from parlai_docgraph.scripts.ablate import ablate
 
-    torch.set_num_threads(thread_share())
     opts = dict(TRAIN, task="docgraph:synthetic", datapath=str(tmp_path / "data"),
                 encoder_model=save_tiny_encoder(tmp_path / "tiny"))
     out = ablate(["full", "none"], opts, STEPS, 0, str(tmp_path / "abl"))

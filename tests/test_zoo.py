@@ -169,3 +169,17 @@ def test_data_fingerprint_follows_the_data_not_the_location(tmp_path):
     (b / "docs" / "x.md").write_text("# X\n\nOne sentence.\n")
     (b / "docs" / "y.md").write_text("")
     assert data_fingerprint(a) != data_fingerprint(b)
+
+
+def test_zero_shot_reply_rows_take_the_zoo_responders_prompt():
+    """``reply_eval``'s default ``--responder-options`` (its zero-shot rows) are the prompt
+    options of the zoo responder's recipe, so the rows differ only in the training."""
+    import shlex
+
+    from parlai_docgraph.scripts.reply_eval import ReplyEval
+    from parlai_docgraph.zoo.sample import RECIPE
+
+    default = shlex.split(ReplyEval.setup_args().parse_args([])["responder_options"])
+    recipe = RECIPE["responder"]
+    pairs = dict(zip(default[::2], default[1::2]))
+    assert pairs and {flag: recipe[recipe.index(flag) + 1] for flag in pairs} == pairs

@@ -93,12 +93,9 @@ def _value(metric: Any) -> float:
 
 def gold_path_turns(split: str, datapath: str) -> int:
     """Messages of ``split`` with a gold path (what ``path@k`` averages over)."""
-    from parlai.core.params import ParlaiParser
-    from parlai.core.teachers import create_task_agent_from_taskname
+    from parlai_docgraph.bench.kg_ceiling import split_turns
 
-    opt = ParlaiParser(True, False).parse_args(["-t", TASK, "--datapath", datapath, "-dt", split])
-    teacher = create_task_agent_from_taskname(opt)[0]
-    return sum(bool(teacher.act().get("kg_gold_paths")) for _ in range(teacher.num_examples()))
+    return len(split_turns(split, datapath))
 
 
 def same_start(linearizer: Any, retrieved: str, gold: Any) -> bool:
