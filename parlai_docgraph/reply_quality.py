@@ -57,13 +57,6 @@ def knowledge_f1(reply: str, knowledge: str) -> float:
     return float(F1Metric.compute(reply, [knowledge]).value())
 
 
-def unigram_f1(pred: Sequence[str], gold: Sequence[str]) -> float:
-    """ParlAI's unigram F1 of two lists of normalised words (:func:`words`)."""
-    from parlai.core.metrics import F1Metric
-
-    return float(F1Metric._prec_recall_f1_score(list(pred), list(gold))[2])
-
-
 def unsupported_words(reply: str, sources: Sequence[str]) -> List[str]:
     """The reply's content words whose stem none of ``sources`` contains (in reply order)."""
     stem = _stemmer().stem

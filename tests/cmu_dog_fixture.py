@@ -99,13 +99,20 @@ SCRIPTS: Dict[str, Script] = {
         ("user2", 3, "no spoilers please"),
     ],
 }
+#: more conversations about article 0 (copies of harbour_c's script), so that ParlAI's seen
+#: split (a random draw per conversation) gives train, valid and test seen some
+EXTRA = [f"harbour_x{n:02d}" for n in range(16)]
 #: split -> conversation ids ("harbour_a" is in train and test: ParlAI's dedup drops the copy)
-SPLITS = {"train": ["harbour_a", "harbour_b", "chalk_a"], "valid": ["harbour_c"],
+SPLITS = {"train": ["harbour_a", "harbour_b", "chalk_a"] + EXTRA, "valid": ["harbour_c"],
           "test": ["harbour_a", "chalk_b"]}
 WHO_SAW = {"harbour_a": ["user1", "user2"], "harbour_b": ["user2"], "harbour_c": ["user1", "user2"],
-           "chalk_a": ["user1"], "chalk_b": ["user1", "user2"]}
-RATING = {"harbour_a": 3, "harbour_b": 2, "harbour_c": 1, "chalk_a": 2, "chalk_b": 1}
-WIKI = {"harbour_a": 0, "harbour_b": 0, "harbour_c": 0, "chalk_a": 1, "chalk_b": 1}
+           "chalk_a": ["user1"], "chalk_b": ["user1", "user2"],
+           **{cid: ["user1", "user2"] for cid in EXTRA}}
+RATING = {"harbour_a": 3, "harbour_b": 2, "harbour_c": 1, "chalk_a": 2, "chalk_b": 1,
+          **{cid: 2 for cid in EXTRA}}
+WIKI = {"harbour_a": 0, "harbour_b": 0, "harbour_c": 0, "chalk_a": 1, "chalk_b": 1,
+        **{cid: 0 for cid in EXTRA}}
+SCRIPTS.update({cid: SCRIPTS["harbour_c"] for cid in EXTRA})
 
 
 def conversation(cid: str) -> dict:

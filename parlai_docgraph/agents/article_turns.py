@@ -67,6 +67,7 @@ class ArticleTurns:
     def __init__(self, threshold: float = PSEUDO_LABEL_F1) -> None:
         self.threshold = threshold
         self._facts: LRUMemo = LRUMemo(FACTS_MEMO)
+        self._pools: LRUMemo = LRUMemo(4 * FACTS_MEMO)
         self._words = PoolWords()
         self._opening = True
         self._previous: Optional[str] = None
@@ -87,9 +88,13 @@ class ArticleTurns:
             return msg
         movie = str(msg.get("title") or "")
         section = msg["available_knowledge_raw"]
-        if isinstance(section, Mapping):
+        if isinstance(section, Mapping) and movie not in self._facts:
             self._facts.put(movie, facts_passage(section, movie))
-        pool = turn_pool(section, movie, self._facts.get(movie))
+        facts = self._facts.get(movie)
+        pool_key = (movie, section if isinstance(section, str) else None, facts is not None)
+        pool = self._pools.get(pool_key)
+        if pool is None:  # a conversation's turns show the same few sections
+            pool = self._pools.put(pool_key, turn_pool(section, movie, facts))
         lines = pool_lines(pool)
         key = "labels" if msg.get("labels") else "eval_labels"
         replies: List[str] = list(msg.get(key) or [])

@@ -155,6 +155,7 @@ class CmuDogTeacher(GraphAttachMixin, DocgraphDialogTeacher):
         articles, convs = self.conversations(datafile)
         words = PoolWords()
         facts = {key: facts_passage(article["0"]) for key, article in articles.items()}
+        pools: Dict[Tuple[int, Optional[int]], list] = {}
         self.turn_counts = counts = TurnCounts()
         found = {"labelled": 0, "turns": 0}
         episodes = reader.episodes(convs, self.reading[2], self.reading[1])
@@ -164,8 +165,11 @@ class CmuDogTeacher(GraphAttachMixin, DocgraphDialogTeacher):
             for n, turn in enumerate(turns):
                 article = articles[str(turn.wiki_idx)]
                 movie = facts[str(turn.wiki_idx)][0]
-                section = article[str(turn.doc_idx)] if turn.visible else None
-                pool = turn_pool(section, movie, facts[str(turn.wiki_idx)])
+                key = (turn.wiki_idx, turn.doc_idx if turn.visible else None)
+                if key not in pools:  # the turns of a section share its split sentences
+                    section = article[str(turn.doc_idx)] if turn.visible else None
+                    pools[key] = turn_pool(section, movie, facts[str(turn.wiki_idx)])
+                pool = pools[key]
                 label = pseudo_label(turn.response, pool, self.threshold, words)
                 found["turns"] += 1
                 found["labelled"] += label.position is not None

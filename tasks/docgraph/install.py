@@ -231,7 +231,7 @@ def install_cmu_dog(datapath: str, source: str, release: CmuDogRelease = CMU_DOG
     Path(datapath).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=datapath, prefix=".cmu_dog-install-") as tmp:
         build_dir = Path(tmp) / "cmu_dog"
-        tree = build_dir / release.folder
+        tree = build_dir / parlai_build.UNZIPPED_PARENT_DIR  # where its first step looks
         build_dir.mkdir()
         _copy_release(Path(source).expanduser(), tree, release, log, Path(tmp))
         check_release(tree, release)
