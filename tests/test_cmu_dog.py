@@ -267,6 +267,36 @@ def test_seen_split_leaves_the_original_test_out_of_train_and_valid(cmu_datapath
     assert "harbour_a" in {m["conversation_id"] for m in every}
 
 
+def test_named_knowledge_and_conversation_sample(cmu_datapath):
+    """--cmu-dog-knowledge names what the responder reads; --cmu-dog-conversations draws a
+    seeded sample of whole conversations."""
+    pseudo = teacher_acts("docgraph:cmu_dog", cmu_datapath, "test")
+    by_mode = {mode: teacher_acts("docgraph:cmu_dog", cmu_datapath, "test",
+                                  "--cmu-dog-knowledge", mode)
+               for mode in ("random", "none", "section")}
+    assert all(m["checked_sentence"] == NO_PASSAGE for m in by_mode["none"])
+    assert [m["checked_sentence"] for m in by_mode["section"]] == [
+        m["gold_knowledge"] for m in pseudo]
+    for m in by_mode["random"]:
+        line = f"{m['title']} {m['checked_sentence']}"
+        assert m["knowledge"].splitlines()[m["checked_sentence_index"]] == line
+    again = teacher_acts("docgraph:cmu_dog", cmu_datapath, "test", "--cmu-dog-knowledge", "random")
+    assert [m["checked_sentence"] for m in again] == [m["checked_sentence"] for m in by_mode["random"]]
+    # the labels and the texts do not change
+    for acts in by_mode.values():
+        assert [m["eval_labels"] for m in acts] == [m["eval_labels"] for m in pseudo]
+    with pytest.raises(ValueError, match="go by the pseudo labels"):
+        teacher_acts("docgraph:cmu_dog", cmu_datapath, "test", "--cmu-dog-knowledge", "none",
+                     "--label-type", "chosen_sent")
+    one = teacher_acts("docgraph:cmu_dog", cmu_datapath, "train:ordered",
+                       "--cmu-dog-conversations", "3", "--cmu-dog-sample-seed", "1")
+    assert len({m["conversation_id"] for m in one}) == 3
+    same = teacher_acts("docgraph:cmu_dog", cmu_datapath, "train:ordered",
+                        "--cmu-dog-conversations", "3", "--cmu-dog-sample-seed", "1")
+    assert [m["eval_labels" if "eval_labels" in m else "labels"] for m in one] == \
+        [m["eval_labels" if "eval_labels" in m else "labels"] for m in same]
+
+
 def test_missing_data_names_the_install_command(datapath):
     with pytest.raises(MissingDatasetFile) as err:
         teacher_acts("docgraph:cmu_dog", datapath, "valid")

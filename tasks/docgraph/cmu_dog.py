@@ -21,6 +21,12 @@ docgraph teachers:
 * ``chosen_topic`` (the movie), ``gold_knowledge`` (ParlAI's ``checked_sentence``: the
   shown section as text), ``conversation_id``, ``doc_idx``, ``rating``.
 
+``--cmu-dog-knowledge random|none|section`` names another knowledge instead of the pseudo
+label (a seeded random pool sentence, none, the whole shown section): the responder on its
+own then reads it (the evaluation rows of a random selection, of no knowledge, and of
+ParlAI's whole-section prompt). ``--cmu-dog-conversations N`` serves a seeded sample of N
+conversations (``--cmu-dog-sample-seed``).
+
 Metrics: ParlAI's ``knowledge_f1`` (the reply against ``gold_knowledge``) and
 ``rare_word_f1`` (its rare-word calculator over every split file), as ParlAI's teacher
 computes them. ``--knowledge-turns-only`` keeps the turns with a pseudo label.
@@ -35,6 +41,7 @@ original test without having trained or been chosen on any of them.
 from __future__ import annotations
 
 import os
+import random
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from parlai.core.message import Message
@@ -70,10 +77,26 @@ def add_cmu_dog_args(parser: ParlaiParser, partial_opt: Optional[Opt] = None) ->
         "against the reply when that F1 is at least this, else no_passages_used (CMU_DoG "
         f"labels no sentence; {PSEUDO_LABEL_F1} was chosen on valid turns read by hand)")
     group.add_argument(
+        "--cmu-dog-knowledge", type=str, default="pseudo", choices=KNOWLEDGE_MODES,
+        help="the knowledge a message names as checked (title, checked_sentence: what the "
+        "responder reads on its own): pseudo (the pseudo label), random (a pool sentence drawn "
+        "per turn, seeded), none (no_passages_used), section (the shown section's text, "
+        "ParlAI's checked_sentence). Only pseudo with --label-type chosen_sent")
+    group.add_argument(
+        "--cmu-dog-conversations", type=int, default=0,
+        help="serve a seeded sample of this many conversations of the split file (0: all), "
+        "in file order; --cmu-dog-sample-seed draws it")
+    group.add_argument("--cmu-dog-sample-seed", type=int, default=0,
+                       help="the seed of --cmu-dog-conversations and of --cmu-dog-knowledge random")
+    group.add_argument(
         "--cmu-dog-exclude-original-test", type="bool", default=True,
         help="with --cmu-dog-split-type seen, leave the conversations of the release's test "
         "file out of train and valid (ParlAI's seen split draws them into train), so one "
         "model is scored on test seen, test unseen and the original test")
+
+
+#: ``--cmu-dog-knowledge``
+KNOWLEDGE_MODES = ("pseudo", "random", "none", "section")
 
 
 def split_type_name(opt: Opt) -> str:
@@ -104,6 +127,12 @@ class CmuDogTeacher(GraphAttachMixin, DocgraphDialogTeacher):
         self.separator = bool(opt["include_knowledge_separator"])
         self.knowledge_only = bool(opt["knowledge_turns_only"])
         self.threshold = float(opt["pseudo_label_f1"])
+        self.knowledge = opt["cmu_dog_knowledge"]
+        if self.knowledge != "pseudo" and (self.label_type == "chosen_sent" or self.knowledge_only):
+            raise ValueError(f"--cmu-dog-knowledge {self.knowledge}: --label-type chosen_sent "
+                             "and --knowledge-turns-only go by the pseudo labels; use "
+                             "--cmu-dog-knowledge pseudo with them")
+        self.sample = (int(opt["cmu_dog_conversations"]), int(opt["cmu_dog_sample_seed"]))
         self.exclude_test = bool(opt["cmu_dog_exclude_original_test"]) and \
             self.split_type == "seen" and self.fold in ("train", "valid")
         self.id = "cmu_dog"
@@ -120,7 +149,8 @@ class CmuDogTeacher(GraphAttachMixin, DocgraphDialogTeacher):
 
     def count_options(self) -> tuple:
         return super().count_options() + (
-            self.label_type, self.knowledge_only, self.threshold, self.exclude_test) + self.reading
+            self.label_type, self.knowledge_only, self.threshold, self.exclude_test,
+            self.knowledge) + self.reading + self.sample
 
     def share(self) -> Dict:
         shared = super().share()
@@ -149,6 +179,11 @@ class CmuDogTeacher(GraphAttachMixin, DocgraphDialogTeacher):
                          f"{len(convs) - len(kept)} of {len(convs)} conversations (they are "
                          f"in the release's test file)")
             convs = kept
+        count, seed = self.sample
+        if 0 < count < len(convs):
+            drawn = set(random.Random(seed).sample(sorted(c.id for c in convs), count))
+            convs = [c for c in convs if c.id in drawn]
+            logging.info(f"{datafile}: --cmu-dog-conversations {count} (seed {seed})")
         return articles, convs
 
     def setup_data(self, datafile: str) -> Iterator[Tuple[Message, bool]]:
@@ -173,17 +208,18 @@ class CmuDogTeacher(GraphAttachMixin, DocgraphDialogTeacher):
                 label = pseudo_label(turn.response, pool, self.threshold, words)
                 found["turns"] += 1
                 found["labelled"] += label.position is not None
+                gold_knowledge = reader.section_text(article[str(turn.doc_idx)],
+                                                     self.opt["cmu_dog_fact_delimiter"])
+                title, sentence, position = self.named_knowledge(
+                    label, pool, turn, n, movie, gold_knowledge)
                 knowledge_turns.append(KnowledgeTurn(
                     dialogue_id=turn.conversation_id, turn_index=n, chosen_topic=movie,
                     text=movie if turn.context is None else turn.context,
-                    response=turn.response, passages=pool,
-                    title=label.title(pool) or NO_PASSAGE,
-                    checked_sentence=label.sentence(pool) or NO_PASSAGE,
-                    gold=label.position, previous_response=previous))
+                    response=turn.response, passages=pool, title=title,
+                    checked_sentence=sentence, gold=position, previous_response=previous))
                 previous = turn.response
                 extras.append({
-                    "gold_knowledge": reader.section_text(
-                        article[str(turn.doc_idx)], self.opt["cmu_dog_fact_delimiter"]),
+                    "gold_knowledge": gold_knowledge,
                     "pseudo_label_f1": round(label.f1, 4), "conversation_id": turn.conversation_id,
                     "doc_idx": turn.doc_idx, "rating": turn.rating})
             kept = [x for t, x in zip(knowledge_turns, extras)
@@ -197,6 +233,22 @@ class CmuDogTeacher(GraphAttachMixin, DocgraphDialogTeacher):
         log_turn_counts(datafile, counts, self.knowledge_only)
         logging.info(f"{datafile}: pseudo knowledge labels (unigram F1 >= {self.threshold}) on "
                      f"{found['labelled']} of {found['turns']} turns")
+
+    def named_knowledge(self, label, pool, turn, n: int, movie: str, section: str
+                        ) -> Tuple[str, str, Optional[Tuple[int, int]]]:
+        """``(title, checked_sentence, position)`` a message names (``--cmu-dog-knowledge``)."""
+        if self.knowledge == "none" or (self.knowledge == "section" and not section):
+            return NO_PASSAGE, NO_PASSAGE, None
+        if self.knowledge == "section":
+            return movie, section, None
+        position = label.position
+        if self.knowledge == "random":
+            lines = [(p, s) for p, (_, ss) in enumerate(pool) for s in range(len(ss))]
+            seed = f"{self.sample[1]}|{turn.conversation_id}|{n}|{turn.response}"
+            position = random.Random(seed).choice(lines) if lines else None
+        if position is None:
+            return NO_PASSAGE, NO_PASSAGE, None
+        return pool[position[0]][0], pool[position[0]][1][position[1]], position
 
     def custom_evaluation(self, teacher_action: Message, labels: Optional[Tuple[str]],
                           model_response: Message) -> None:
