@@ -1,0 +1,257 @@
+"""
+``parlai-docgraph cmu_dog_eval``: the CMU_DoG figures of ``docs/results/cmu_dog.json``, every
+row measured by ParlAI's own ``eval_model`` on the same test turns of ``docgraph:cmu_dog``,
+with ParlAI's metrics (``f1``, ``bleu-1``, ``bleu-4``; the teacher's ``knowledge_f1`` and
+``rare_word_f1``; the responder's ``ppl``; the selector's ``know_acc`` against the pseudo
+labels). The rows (:data:`ROWS`), all but the last two with the zoo model's responder and its
+decoding options:
+
+* ``graph selector``: ``zoo:docgraph/cmu_dog/model`` (``--model-file``) as it is;
+* ``--graph-variant none``: a selector trained as the zoo's with ``--graph-variant none``
+  (``--none-selector``; trained with the zoo recipe's arguments when the file is absent);
+* ``zero-shot cosine``: an untrained ``none`` selector whose scores are the frozen MiniLM's
+  cosine between the last turn and each candidate (``--zero-shot-prior 1000`` outweighs its
+  untrained score head);
+* ``random sentence``, ``oracle sentence``, ``no knowledge``, ``whole section``: the
+  responder alone reading a seeded random pool sentence, the pseudo label (the pool sentence
+  closest to the human reply: an upper bound, it reads the reply), nothing, or the whole
+  shown section (ParlAI's ``checked_sentence``, the knowledge truncated to 512 tokens), by
+  ``docgraph:cmu_dog --cmu-dog-knowledge``;
+* ``zero-shot SmolLM2``: the zoo selector with SmolLM2-135M-Instruct untrained (no LoRA);
+* ``sample zoo model``: ``zoo:docgraph/sample/model`` (``--sample-model``), as it is.
+
+``--splits`` (``seen``, ``unseen``, ``deduped``: ParlAI's ``--cmu-dog-split-type``; ``deduped``
+is the release's test split of the published results) and ``--conversations N`` (a seeded
+sample of N test conversations per split, ``--sample-seed``; 0: all) pick the turns; the
+result file records them, every row's ``eval_model`` arguments and its figures. ``--rows``
+runs some rows only; rows already in ``--out`` are kept (each row is written as soon as it
+is measured, under a lock, so two processes may share one file).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shlex
+from typing import Any, Dict, List, Optional, Sequence
+
+from parlai.core.params import ParlaiParser
+from parlai.core.script import ParlaiScript, register_script
+
+from parlai_docgraph.atomic import write_text_atomic
+from parlai_docgraph.env import run_record
+
+#: the figures kept of each eval_model report
+FIGURES = ("exs", "f1", "bleu-1", "bleu-4", "knowledge_f1", "rare_word_f1", "ppl", "know_acc",
+           "know_mrr")
+SPLITS = ("seen", "unseen", "deduped")
+#: row name -> (what it is, how its eval_model arguments are made: see :func:`row_args`)
+ROWS = {
+    "graph selector": "the zoo model (graph selector + LoRA responder)",
+    "--graph-variant none": "a selector trained as the zoo's without the graph, same responder",
+    "zero-shot cosine": "MiniLM cosine of the last turn and each candidate, same responder",
+    "random sentence": "a random pool sentence, same responder",
+    "oracle sentence": "the pseudo label (best F1 against the human reply), same responder",
+    "no knowledge": "no knowledge, same responder",
+    "whole section": "the whole shown section (ParlAI's checked_sentence), same responder",
+    "zero-shot SmolLM2": "the zoo selector, SmolLM2-135M-Instruct without training",
+    "sample zoo model": "zoo:docgraph/sample/model as it is",
+}
+#: published CMU_DoG test F1 (%), the release's original split, with where each was read
+PUBLISHED = [
+    {"model": "TMN (Dinan et al., 2019)", "f1": 9.9, "ppl": 75.2},
+    {"model": "ITDD (Li et al., ACL 2019)", "f1": 10.4, "ppl": 26.0},
+    {"model": "DRD (Zhao et al., ICLR 2020)", "f1": 10.7, "ppl": 54.4},
+    {"model": "KnowledGPT (Zhao et al., EMNLP 2020): GPT-2 117M + BERT-base 110M", "f1": 13.5,
+     "ppl": 20.6},
+    {"model": "DialoGPT-medium 345M fine-tuned (Zhao et al., 2020, arXiv 2011.09708)",
+     "f1": 13.7, "ppl": 15.9},
+]
+PUBLISHED_SOURCE = (
+    "Varshney, Prabhakar & Ekbal, NAACL 2022 (CNTF), Table 1, CMU_DoG columns, whose baseline "
+    "figures are taken from KnowledGPT (Zhao et al., EMNLP 2020) and Zhao et al. (2020, "
+    "arXiv 2011.09708); F1: unigram F1 after lower-casing, removing punctuation and articles "
+    "(KnowledGPT's metrics.py: ParlAI's normalisation), the mean over test responses")
+
+
+def decoding(model_file: str) -> List[str]:
+    """The pipeline's saved decoding options, greedy (``reply_eval.decoding_args``)."""
+    from parlai_docgraph.scripts.reply_eval import decoding_args
+
+    return decoding_args(model_file)
+
+
+def responder_prompt(model_file: str) -> List[str]:
+    """The zoo responder's prompt options (for the untrained SmolLM2 row)."""
+    from parlai.core.opt import Opt
+
+    saved = Opt.load(f"{model_file}.responder.opt")
+    return ["--chat-template", str(saved.get("chat_template", "auto")), "--chat-prompt",
+            str(saved.get("chat_prompt", "system")), "--knowledge-title",
+            str(saved.get("knowledge_title", "prefix"))]
+
+
+def row_args(row: str, model_file: str, none_selector: str, sample_model: str) -> List[str]:
+    """The model arguments of ``row`` (the task arguments are added by :func:`evaluate`)."""
+    responder = f"{model_file}.responder"
+    alone = ["-m", "docgraph/gpt2_responder", "-mf", responder, *decoding(model_file)]
+    pipeline = ["-m", "docgraph", *decoding(model_file), "--reply-mode", "generate"]
+    return {
+        "graph selector": ["-mf", model_file, *decoding(model_file)],
+        "--graph-variant none": [*pipeline, "--selector-model-file", none_selector,
+                                 "--responder-model-file", responder],
+        "zero-shot cosine": [*pipeline, "--responder-model-file", responder,
+                             "--encoder-model", "minilm-l6", "--graph-variant", "none",
+                             "--similarity-prior", "0", "--zero-shot-prior", "1000",
+                             "--context-turns", "2", "--pair-truncate", "64"],
+        "random sentence": [*alone, "--cmu-dog-knowledge", "random"],
+        "oracle sentence": [*alone, "--cmu-dog-knowledge", "pseudo"],
+        "no knowledge": [*alone, "--cmu-dog-knowledge", "none"],
+        "whole section": [*alone, "--cmu-dog-knowledge", "section",
+                          "--responder-knowledge-truncate", "512"],
+        "zero-shot SmolLM2": [*pipeline, "--selector-model-file", f"{model_file}.selector",
+                              "--responder-model", "smollm2-135m-instruct",
+                              *responder_prompt(model_file)],
+        "sample zoo model": ["-mf", sample_model, *decoding(sample_model)],
+    }[row]
+
+
+def task_args(split: str, conversations: int, seed: int) -> List[str]:
+    return ["-t", "docgraph:cmu_dog", "--cmu-dog-split-type", split, "-dt", "test",
+            "--cmu-dog-conversations", str(conversations), "--cmu-dog-sample-seed", str(seed),
+            "--metrics", "default,bleu-1", "--skip-generation", "false", "-bs", "8"]
+
+
+def evaluate(args: Sequence[str]) -> Dict[str, float]:
+    """ParlAI's ``eval_model`` of ``args`` (in this process): the :data:`FIGURES` it reports."""
+    from parlai.scripts.eval_model import EvalModel
+
+    report = EvalModel.main(*args)
+    out = {}
+    for key in FIGURES:
+        if key in report:
+            value = report[key]
+            out[key] = round(float(value.value() if hasattr(value, "value") else value), 4)
+    return out
+
+
+def train_none_selector(path: str, datapath: str) -> None:
+    """The zoo recipe's selector with ``--graph-variant none`` (the ``--graph-variant none``
+    row), trained with the zoo's seeded launcher."""
+    from parlai_docgraph.recipes import zoo_recipe
+    from parlai_docgraph.zoo.recipe import _train
+
+    zoo = zoo_recipe("cmu_dog")
+    args = list(zoo.selector)
+    args[args.index("--graph-variant") + 1] = "none"
+    _train(args + ["-mf", path, "--datapath", datapath, "--seed", str(zoo.seed)], "none selector")
+
+
+def store_row(path: str, row: str, split: str, figures: Dict[str, float], command: List[str],
+              setup: Dict[str, Any]) -> Dict[str, Any]:
+    """Write one row's figures into the result file ``path`` (read-modify-write under a
+    lock); the updated data."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
+    with open(f"{path}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data: Dict[str, Any] = {}
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        result = data.setdefault("cmu_dog", {"systems": {}, "commands": {}})
+        if result.get("setup", setup) != setup:
+            raise ValueError(f"{path} holds rows measured on other turns ({result['setup']}); "
+                             f"write to another file")
+        result["setup"] = setup
+        result["published"] = PUBLISHED
+        result["published_source"] = PUBLISHED_SOURCE
+        result["rows"] = dict(ROWS)
+        result["systems"].setdefault(row, {})[split] = figures
+        result["commands"].setdefault(row, {})[split] = shlex.join(["parlai", *command])
+        data["meta"] = run_record()
+        write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return data
+
+
+def markdown_table(result: Dict[str, Any]) -> str:
+    """The rows of a result file as a Markdown table (F1 etc. in %, as the papers print)."""
+    splits = [s for s in SPLITS if any(s in v for v in result["systems"].values())]
+    head = "| row | " + " | ".join(
+        f"{s}: F1 / BLEU-1 / BLEU-4 / KF1 / rare F1 / ppl" for s in splits) + " |"
+    out = [head, "|---|" + "---|" * len(splits)]
+    for row, by_split in result["systems"].items():
+        cells = []
+        for s in splits:
+            f = by_split.get(s)
+            cells.append("" if f is None else " / ".join(
+                "-" if f.get(k) is None else (f"{f[k]:.1f}" if k == "ppl" else f"{100 * f[k]:.1f}")
+                for k in ("f1", "bleu-1", "bleu-4", "knowledge_f1", "rare_word_f1", "ppl")))
+        out.append(f"| {row} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+@register_script("cmu_dog_eval", hidden=False)
+class CmuDogEval(ParlaiScript):
+    """CMU_DoG test figures of the zoo model and its baselines (ParlAI's metrics)."""
+
+    @classmethod
+    def setup_args(cls) -> ParlaiParser:
+        parser = ParlaiParser(True, False, description=cls.__doc__.strip())
+        g = parser.add_argument_group("cmu_dog_eval")
+        g.add_argument("--model-file", dest="zoo_model", type=str,
+                       default="zoo:docgraph/cmu_dog/model",
+                       help="the -m docgraph model of the 'graph selector' row, whose "
+                       "responder and decoding serve the other rows")
+        g.add_argument("--none-selector", type=str, default=None,
+                       help="the --graph-variant none selector (default: trained next to "
+                       "the model, with the zoo recipe's arguments, when absent)")
+        g.add_argument("--sample-model", type=str, default="zoo:docgraph/sample/model",
+                       help="the model of the 'sample zoo model' row")
+        g.add_argument("--rows", type=str, default=",".join(ROWS),
+                       help="comma-separated rows to measure (default: all)")
+        g.add_argument("--splits", type=str, default="seen,unseen",
+                       help="comma-separated --cmu-dog-split-type values to test on")
+        g.add_argument("--conversations", type=int, default=0,
+                       help="a seeded sample of this many test conversations per split (0: all)")
+        g.add_argument("--sample-seed", type=int, default=0, help="the seed of that sample")
+        g.add_argument("--out", type=str, default=None, help="the result file (JSON) to update")
+        return parser
+
+    def run(self) -> Dict[str, Any]:
+        from parlai.core.build_data import modelzoo_path
+
+        opt = self.opt
+        datapath = opt["datapath"]
+        model_file = modelzoo_path(datapath, opt["zoo_model"])
+        rows = [r for r in opt["rows"].split(",") if r]
+        unknown = [r for r in rows if r not in ROWS]
+        splits = [s for s in opt["splits"].split(",") if s]
+        if unknown or not set(splits) <= set(SPLITS):
+            raise ValueError(f"--rows from {list(ROWS)}, --splits from {list(SPLITS)}; got "
+                             f"{unknown or splits}")
+        none_selector = opt["none_selector"] or os.path.join(
+            os.path.dirname(model_file), "none_selector", "model")
+        if "--graph-variant none" in rows and not os.path.isfile(none_selector):
+            train_none_selector(none_selector, datapath)
+        sample_model = modelzoo_path(datapath, opt["sample_model"]) \
+            if "sample zoo model" in rows else ""
+        setup = {"conversations": opt["conversations"], "sample_seed": opt["sample_seed"]}
+        out: Dict[str, Any] = {}
+        for split in splits:
+            for row in rows:
+                args = [*row_args(row, model_file, none_selector, sample_model),
+                        *task_args(split, opt["conversations"], opt["sample_seed"]),
+                        "--datapath", datapath]
+                figures = evaluate(args)
+                print(f"[{split}] {row}: {figures}")
+                out.setdefault(row, {})[split] = figures
+                if opt.get("out"):
+                    data = store_row(opt["out"], row, split, figures, ["eval_model", *args],
+                                     setup)
+                    print(markdown_table(data["cmu_dog"]))
+        return out
+
+
+if __name__ == "__main__":
+    CmuDogEval.main()
