@@ -41,6 +41,7 @@ from parlai.core.script import ParlaiScript, register_script
 
 from parlai_docgraph.atomic import write_text_atomic
 from parlai_docgraph.env import run_record
+from parlai_docgraph.jsonio import read_json
 
 #: the figures kept of each eval_model report
 FIGURES = ("exs", "f1", "bleu-1", "bleu-4", "knowledge_f1", "rare_word_f1", "ppl", "know_acc",
@@ -58,21 +59,25 @@ ROWS = {
     "zero-shot SmolLM2": "the zoo selector, SmolLM2-135M-Instruct without training",
     "sample zoo model": "zoo:docgraph/sample/model as it is",
 }
-#: published CMU_DoG test F1 (%), the release's original split, with where each was read
+#: published CMU_DoG test F1 and perplexity, the release's test split (:data:`PUBLISHED_SOURCE`);
+#: ``at_most_200m``: the model has at most 200M parameters (KnowledGPT: GPT-2 117M + BERT-base
+#: 110M; DialoGPT-medium: 345M; the table states no size for the others, models trained
+#: without a pretrained LM of that size)
 PUBLISHED = [
-    {"model": "TMN (Dinan et al., 2019)", "f1": 9.9, "ppl": 75.2},
-    {"model": "ITDD (Li et al., ACL 2019)", "f1": 10.4, "ppl": 26.0},
-    {"model": "DRD (Zhao et al., ICLR 2020)", "f1": 10.7, "ppl": 54.4},
-    {"model": "KnowledGPT (Zhao et al., EMNLP 2020): GPT-2 117M + BERT-base 110M", "f1": 13.5,
-     "ppl": 20.6},
-    {"model": "DialoGPT-medium 345M fine-tuned (Zhao et al., 2020, arXiv 2011.09708)",
-     "f1": 13.7, "ppl": 15.9},
+    {"model": "TMN (Dinan et al., ICLR 2019)", "f1": 9.9, "ppl": 75.2, "at_most_200m": True},
+    {"model": "ITDD (Li et al., ACL 2019)", "f1": 10.4, "ppl": 26.0, "at_most_200m": True},
+    {"model": "DRD (Zhao et al., ICLR 2020)", "f1": 10.7, "ppl": 54.4, "at_most_200m": True},
+    {"model": "KnowledGPT (Zhao et al., EMNLP 2020)", "f1": 13.5, "ppl": 20.6,
+     "at_most_200m": False},
+    {"model": "DialoGPT-medium fine-tuned (Zhao et al., arXiv 2011.09708)", "f1": 13.7,
+     "ppl": 15.9, "at_most_200m": False},
 ]
 PUBLISHED_SOURCE = (
-    "Varshney, Prabhakar & Ekbal, NAACL 2022 (CNTF), Table 1, CMU_DoG columns, whose baseline "
-    "figures are taken from KnowledGPT (Zhao et al., EMNLP 2020) and Zhao et al. (2020, "
-    "arXiv 2011.09708); F1: unigram F1 after lower-casing, removing punctuation and articles "
-    "(KnowledGPT's metrics.py: ParlAI's normalisation), the mean over test responses")
+    "Varshney, Prabhakar & Ekbal, NAACL 2022 (CNTF), Table 1, CMU_DoG columns, which takes "
+    "the baselines' figures from KnowledGPT (Zhao et al., EMNLP 2020) and Zhao et al. (2020, "
+    "arXiv 2011.09708); F1: unigram F1 after lower-casing and removing punctuation and "
+    "articles (KnowledGPT's metrics.py: ParlAI's normalisation), the mean over the test "
+    "responses")
 
 
 def decoding(model_file: str) -> List[str]:
@@ -155,10 +160,7 @@ def store_row(path: str, row: str, split: str, figures: Dict[str, float], comman
     os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
     with open(f"{path}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        data: Dict[str, Any] = {}
-        if os.path.isfile(path):
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
+        data: Dict[str, Any] = read_json(path) if os.path.isfile(path) else {}
         result = data.setdefault("cmu_dog", {"systems": {}, "commands": {}})
         if result.get("setup", setup) != setup:
             raise ValueError(f"{path} holds rows measured on other turns ({result['setup']}); "

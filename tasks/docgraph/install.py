@@ -205,12 +205,11 @@ def check_release(root: Path, release: CmuDogRelease) -> None:
 
 
 def _check_built(dpath: Path, release: CmuDogRelease) -> None:
-    import json
+    from parlai_docgraph.tasks.docgraph.readers.cmu_dog import conversation_ids
 
     problems = []
     for name, (count, digest) in release.built.items():
-        with open(dpath / "conversations" / name, encoding="utf-8") as f:
-            ids = list(json.load(f))
+        ids = conversation_ids(str(dpath / "conversations" / name))
         if (len(ids), split_ids_digest(ids)) != (count, digest):
             problems.append(f"conversations/{name}: {len(ids)} conversations (ids "
                             f"{split_ids_digest(ids)}), expected {count} ({digest})")
