@@ -100,26 +100,28 @@ def responder_prompt(model_file: str) -> List[str]:
 def row_args(row: str, model_file: str, none_selector: str, sample_model: str) -> List[str]:
     """The model arguments of ``row`` (the task arguments are added by :func:`evaluate`)."""
     responder = f"{model_file}.responder"
+    if row == "sample zoo model":
+        return ["-mf", sample_model, *decoding(sample_model)]
+    if row == "graph selector":
+        return ["-mf", model_file, *decoding(model_file)]
     alone = ["-m", "docgraph/gpt2_responder", "-mf", responder, *decoding(model_file)]
     pipeline = ["-m", "docgraph", *decoding(model_file), "--reply-mode", "generate"]
     return {
-        "graph selector": ["-mf", model_file, *decoding(model_file)],
-        "--graph-variant none": [*pipeline, "--selector-model-file", none_selector,
-                                 "--responder-model-file", responder],
-        "zero-shot cosine": [*pipeline, "--responder-model-file", responder,
-                             "--encoder-model", "minilm-l6", "--graph-variant", "none",
-                             "--similarity-prior", "0", "--zero-shot-prior", "1000",
-                             "--context-turns", "2", "--pair-truncate", "64"],
-        "random sentence": [*alone, "--cmu-dog-knowledge", "random"],
-        "oracle sentence": [*alone, "--cmu-dog-knowledge", "pseudo"],
-        "no knowledge": [*alone, "--cmu-dog-knowledge", "none"],
-        "whole section": [*alone, "--cmu-dog-knowledge", "section",
-                          "--responder-knowledge-truncate", "512"],
-        "zero-shot SmolLM2": [*pipeline, "--selector-model-file", f"{model_file}.selector",
-                              "--responder-model", "smollm2-135m-instruct",
-                              *responder_prompt(model_file)],
-        "sample zoo model": ["-mf", sample_model, *decoding(sample_model)],
-    }[row]
+        "--graph-variant none": lambda: [*pipeline, "--selector-model-file", none_selector,
+                                         "--responder-model-file", responder],
+        "zero-shot cosine": lambda: [
+            *pipeline, "--responder-model-file", responder, "--encoder-model", "minilm-l6",
+            "--graph-variant", "none", "--similarity-prior", "0", "--zero-shot-prior", "1000",
+            "--context-turns", "2", "--pair-truncate", "64"],
+        "random sentence": lambda: [*alone, "--cmu-dog-knowledge", "random"],
+        "oracle sentence": lambda: [*alone, "--cmu-dog-knowledge", "pseudo"],
+        "no knowledge": lambda: [*alone, "--cmu-dog-knowledge", "none"],
+        "whole section": lambda: [*alone, "--cmu-dog-knowledge", "section",
+                                  "--responder-knowledge-truncate", "512"],
+        "zero-shot SmolLM2": lambda: [
+            *pipeline, "--selector-model-file", f"{model_file}.selector",
+            "--responder-model", "smollm2-135m-instruct", *responder_prompt(model_file)],
+    }[row]()
 
 
 def task_args(split: str, conversations: int, seed: int) -> List[str]:
