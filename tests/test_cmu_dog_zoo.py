@@ -118,3 +118,27 @@ def test_cmu_dog_eval_writes_a_result_file_the_page_reads(built):
     # the same turns for every row, and each row's eval_model command recorded
     assert len({f["exs"] for r in systems.values() for s, f in r.items() if s == "seen"}) == 1
     assert "--cmu-dog-knowledge none" in data["cmu_dog"]["commands"]["no knowledge"]["seen"]
+
+
+def test_documented_chat_commands_as_written(built):
+    """The documentation's ``parlai interactive`` commands over ``zoo:docgraph/cmu_dog/model``,
+    as written, over the stand-in (the fixture's movies: --topic names one of them)."""
+    import shlex
+    import subprocess
+
+    from conftest import BIN, offline_env
+    from test_readme_commands import ALL_COMMANDS
+
+    commands = [a for a in ALL_COMMANDS if "zoo:docgraph/cmu_dog/model" in a]
+    assert commands
+    for args in commands:
+        args = list(args)
+        if "--topic" in args:
+            args[args.index("--topic") + 1] = "The Glass Harbour"
+        done = subprocess.run([str(BIN / args[0]), *args[1:]], cwd=built["root"],
+                              input="Who directed it?\n[EXIT]\n", capture_output=True,
+                              text=True, timeout=300,
+                              env=offline_env({"PARLAI_DATAPATH": str(built["data"])}))
+        out = done.stdout + done.stderr
+        assert done.returncode == 0, (shlex.join(args), out[-3000:])
+        assert "[topic]: The Glass Harbour" in out and "[selected_sentence]" in out

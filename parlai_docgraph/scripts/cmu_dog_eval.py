@@ -124,8 +124,8 @@ def row_args(row: str, model_file: str, none_selector: str, sample_model: str) -
     }[row]()
 
 
-def task_args(split: str, conversations: int, seed: int) -> List[str]:
-    return ["-t", "docgraph:cmu_dog", "--cmu-dog-split-type", split, "-dt", "test",
+def task_args(split: str, conversations: int, seed: int, fold: str = "test") -> List[str]:
+    return ["-t", "docgraph:cmu_dog", "--cmu-dog-split-type", split, "-dt", fold,
             "--cmu-dog-conversations", str(conversations), "--cmu-dog-sample-seed", str(seed),
             "--metrics", "default,bleu-1", "--skip-generation", "false", "-bs", "8"]
 
@@ -219,6 +219,9 @@ class CmuDogEval(ParlaiScript):
         g.add_argument("--conversations", type=int, default=0,
                        help="a seeded sample of this many test conversations per split (0: all)")
         g.add_argument("--sample-seed", type=int, default=0, help="the seed of that sample")
+        g.add_argument("--fold", type=str, default="test", choices=("test", "valid"),
+                       help="test (the result file's figures) or valid (where the recipe's "
+                       "settings are chosen; with --splits seen)")
         g.add_argument("--out", type=str, default=None, help="the result file (JSON) to update")
         return parser
 
@@ -240,12 +243,13 @@ class CmuDogEval(ParlaiScript):
             train_none_selector(none_selector, datapath)
         sample_model = modelzoo_path(datapath, opt["sample_model"]) \
             if "sample zoo model" in rows else ""
-        setup = {"conversations": opt["conversations"], "sample_seed": opt["sample_seed"]}
+        setup = {"conversations": opt["conversations"], "sample_seed": opt["sample_seed"],
+                 "fold": opt["fold"]}
         out: Dict[str, Any] = {}
         for split in splits:
             for row in rows:
                 args = [*row_args(row, model_file, none_selector, sample_model),
-                        *task_args(split, opt["conversations"], opt["sample_seed"]),
+                        *task_args(split, opt["conversations"], opt["sample_seed"], opt["fold"]),
                         "--datapath", datapath]
                 figures = evaluate(args)
                 print(f"[{split}] {row}: {figures}")
