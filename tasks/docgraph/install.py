@@ -217,17 +217,27 @@ def _check_built(dpath: Path, release: CmuDogRelease) -> None:
         raise InstallError("ParlAI's build gave other splits:\n  " + "\n  ".join(problems))
 
 
+def _installed(dpath: Path, version: str, log: Log) -> bool:
+    """Whether ``dpath`` carries ParlAI's built marker of ``version`` (said in the log); else
+    its datapath is made, for the staging folder of a new install."""
+    from parlai.core.build_data import built
+
+    if built(str(dpath), version):
+        log(f"{dpath} is installed already (ParlAI's marker, version {version})")
+        return True
+    dpath.parent.mkdir(parents=True, exist_ok=True)
+    return False
+
+
 def install_cmu_dog(datapath: str, source: str, release: CmuDogRelease = CMU_DOG,
                     log: Log = print) -> str:
     """Build ``<datapath>/cmu_dog`` from ``source`` (module docstring); its path."""
-    from parlai.core.build_data import built, mark_done
+    from parlai.core.build_data import mark_done
     from parlai.tasks.cmu_dog import build as parlai_build
 
     dpath = Path(datapath) / "cmu_dog"
-    if built(str(dpath), CMU_DOG_VERSION):
-        log(f"{dpath} is installed already (ParlAI's marker, version {CMU_DOG_VERSION})")
+    if _installed(dpath, CMU_DOG_VERSION, log):
         return str(dpath)
-    Path(datapath).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=datapath, prefix=".cmu_dog-install-") as tmp:
         build_dir = Path(tmp) / "cmu_dog"
         tree = build_dir / parlai_build.UNZIPPED_PARENT_DIR  # where its first step looks
@@ -273,14 +283,12 @@ def _replace_folder(staged: Path, dpath: Path) -> None:
 
 def install_wow(datapath: str, source: str, log: Log = print) -> str:
     """``<datapath>/wizard_of_wikipedia`` from the archive or a folder (module docstring)."""
-    from parlai.core.build_data import built, mark_done
+    from parlai.core.build_data import mark_done
 
     src = Path(source).expanduser()
     dpath = Path(datapath) / "wizard_of_wikipedia"
-    if built(str(dpath), WOW_VERSION):
-        log(f"{dpath} is installed already (ParlAI's marker, version {WOW_VERSION})")
+    if _installed(dpath, WOW_VERSION, log):
         return str(dpath)
-    Path(datapath).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=datapath, prefix=".wow-install-") as tmp:
         staged = Path(tmp) / "wizard_of_wikipedia"
         staged.mkdir()
