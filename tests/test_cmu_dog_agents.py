@@ -46,25 +46,31 @@ def _common(setup) -> List[str]:
     return ["--datapath", str(setup["data"])]
 
 
-def test_selector_trains_and_evaluates_on_parlais_teacher(setup):
-    mf = setup["root"] / "sel" / "model"
+@pytest.fixture(scope="module")
+def parts(setup) -> Dict[str, Path]:
+    """The selector and the responder, each trained alone on ParlAI's -t cmu_dog."""
+    sel, resp = setup["root"] / "sel" / "model", setup["root"] / "resp" / "model"
     _ok(run_cli(["parlai", "train_model", "-m", "docgraph/graph_selector", "-t", "cmu_dog", "-mf",
-                 str(mf), "--encoder-model", str(setup["encoder"]), *TINY_SELECTOR, *SHORT,
+                 str(sel), "--encoder-model", str(setup["encoder"]), *TINY_SELECTOR, *SHORT,
                  *_common(setup)], cwd=setup["root"]))
-    report = _report(_ok(run_cli(["parlai", "eval_model", "-mf", str(mf), "-t", "cmu_dog", "-dt",
-                                  "test", *_common(setup)], cwd=setup["root"])))
+    _ok(run_cli(["parlai", "train_model", "-m", "docgraph/gpt2_responder", "--responder-model",
+                 "tiny", "-t", "cmu_dog", "-mf", str(resp), "--skip-generation", "true", *SHORT,
+                 *_common(setup)], cwd=setup["root"]))
+    return {"sel": sel, "resp": resp}
+
+
+def test_selector_trains_and_evaluates_on_parlais_teacher(setup, parts):
+    report = _report(_ok(run_cli(["parlai", "eval_model", "-mf", str(parts["sel"]), "-t",
+                                  "cmu_dog", "-dt", "test", *_common(setup)], cwd=setup["root"])))
     # every test turn (7 of harbour_a, 3 of chalk_b) ranked against its pseudo label, and
     # ParlAI's teacher metric of the chosen line
     assert report["exs"] == 10 and 0 <= report["know_acc"] <= 1 and "knowledge_f1" in report
 
 
-def test_responder_trains_and_evaluates_on_parlais_teacher(setup):
-    mf = setup["root"] / "resp" / "model"
-    _ok(run_cli(["parlai", "train_model", "-m", "docgraph/gpt2_responder", "--responder-model",
-                 "tiny", "-t", "cmu_dog", "-mf", str(mf), "--skip-generation", "true", *SHORT,
-                 *_common(setup)], cwd=setup["root"]))
-    report = _report(_ok(run_cli(["parlai", "eval_model", "-mf", str(mf), "-t", "cmu_dog", "-dt",
-                                  "test", "--inference", "greedy", "--label-truncate", "8", "--skip-generation", "false",
+def test_responder_trains_and_evaluates_on_parlais_teacher(setup, parts):
+    report = _report(_ok(run_cli(["parlai", "eval_model", "-mf", str(parts["resp"]), "-t",
+                                  "cmu_dog", "-dt", "test", "--inference", "greedy",
+                                  "--label-truncate", "8", "--skip-generation", "false",
                                   *_common(setup)], cwd=setup["root"])))
     for key in ("f1", "knowledge_f1", "rare_word_f1", "ppl", "bleu-4"):
         assert key in report, (key, sorted(report))
@@ -110,3 +116,17 @@ def test_self_chat_and_interactive_talk_about_a_movie(setup, pipeline, task):
     text = _ok(chat)
     assert "[topic]: The Glass Harbour" in text
     assert "[selected_sentence]" in text, text[-2000:]
+
+
+@pytest.mark.parametrize("part", ["sel", "resp"])
+def test_each_part_alone_chats_about_a_movie(setup, parts, part):
+    """The selector and the responder on their own in ``self_chat -t cmu_dog``."""
+    mf = parts[part]
+    out = setup["root"] / f"alone_{part}"
+    _ok(run_cli(["parlai", "self_chat", "-mf", str(mf), "-t", "cmu_dog", "--num-self-chats", "1",
+                 "--selfchat-max-turns", "2", "--outfile", str(out), *_common(setup)],
+                cwd=setup["root"]))
+    first = json.loads(Path(f"{out}.jsonl").read_text().splitlines()[0])
+    assert first["context"][0]["text"] == "The Glass Harbour"
+    turns = [t for pair in first["dialog"] for t in pair]
+    assert len(turns) == 2 and all(t.get("text") for t in turns)

@@ -223,6 +223,9 @@ class CmuDogEval(ParlaiScript):
                        help="test (the result file's figures) or valid (where the recipe's "
                        "settings are chosen; with --splits seen)")
         g.add_argument("--out", type=str, default=None, help="the result file (JSON) to update")
+        g.add_argument("--world-logs-dir", type=str, default=None,
+                       help="also write each row's turns and replies (ParlAI's --world-logs) "
+                       "into this folder, one JSONL file per row and split")
         return parser
 
     def run(self) -> Dict[str, Any]:
@@ -251,6 +254,10 @@ class CmuDogEval(ParlaiScript):
                 args = [*row_args(row, model_file, none_selector, sample_model),
                         *task_args(split, opt["conversations"], opt["sample_seed"], opt["fold"]),
                         "--datapath", datapath]
+                if opt.get("world_logs_dir"):
+                    os.makedirs(opt["world_logs_dir"], exist_ok=True)
+                    name = f"{row.strip('-').replace(' ', '_')}_{split}.jsonl"
+                    args += ["--world-logs", os.path.join(opt["world_logs_dir"], name)]
                 figures = evaluate(args)
                 print(f"[{split}] {row}: {figures}")
                 out.setdefault(row, {})[split] = figures
