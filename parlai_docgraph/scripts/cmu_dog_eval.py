@@ -233,8 +233,10 @@ class CmuDogEval(ParlaiScript):
 
         opt = self.opt
         datapath = opt["datapath"]
-        model_file = modelzoo_path(datapath, opt["zoo_model"])
         rows = [r for r in opt["rows"].split(",") if r]
+        # the zoo model is resolved (built on first use) only when a row reads it
+        model_file = modelzoo_path(datapath, opt["zoo_model"]) \
+            if set(rows) - {"sample zoo model"} else ""
         unknown = [r for r in rows if r not in ROWS]
         splits = [s for s in opt["splits"].split(",") if s]
         if unknown or not set(splits) <= set(SPLITS):
