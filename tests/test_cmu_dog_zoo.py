@@ -104,7 +104,7 @@ def test_cmu_dog_eval_writes_a_result_file_the_page_reads(built):
     from docgraph_docs.results import kind_of, problems
 
     out = built["root"] / "cmu_dog.json"
-    rows = "graph selector,oracle sentence,no knowledge"
+    rows = "zoo model,graph selector,random sentence,no knowledge"
     done = run_cli(["parlai-docgraph", "cmu_dog_eval", "--rows", rows, "--splits", "seen,unseen",
                     "--conversations", "2", "--out", str(out), "--datapath",
                     str(built["data"])], cwd=built["root"])
@@ -118,6 +118,9 @@ def test_cmu_dog_eval_writes_a_result_file_the_page_reads(built):
     # the same turns for every row, and each row's eval_model command recorded
     assert len({f["exs"] for r in systems.values() for s, f in r.items() if s == "seen"}) == 1
     assert "--cmu-dog-knowledge none" in data["cmu_dog"]["commands"]["no knowledge"]["seen"]
+    # the selecting rows carry their selection on the knowledge turns
+    for row in ("zoo model", "graph selector", "random sentence"):
+        assert 0 <= systems[row]["seen"]["know_acc_k"] <= systems[row]["seen"]["know_mrr_k"] <= 1
 
 
 def test_documented_chat_commands_as_written(built):

@@ -6,9 +6,14 @@ with ParlAI's metrics (``f1``, ``bleu-1``, ``bleu-4``; the teacher's ``knowledge
 labels). The rows (:data:`ROWS`), all but the last two with the zoo model's responder and its
 decoding options:
 
-* ``graph selector``: ``zoo:docgraph/cmu_dog/model`` (``--model-file``) as it is;
-* ``--graph-variant none``: a selector trained as the zoo's with ``--graph-variant none``
-  (``--none-selector``; trained with the zoo recipe's arguments when the file is absent);
+* ``zoo model``: ``zoo:docgraph/cmu_dog/model`` (``--model-file``) as it is (its selector,
+  trained on every turn, mostly declines to select: 78% of the pseudo labels are
+  ``no_passages_used``);
+* ``graph selector`` and ``--graph-variant none``: the zoo's selector trained on the
+  knowledge turns only (``--knowledge-turns-only true``), with and without the graph
+  (``--graph-selector``, ``--none-selector``; trained with the zoo recipe's arguments when the
+  files are absent), so that each hands the responder a sentence: Li et al.'s claim, that the
+  graph selects better knowledge, on human dialogue;
 * ``zero-shot cosine``: an untrained ``none`` selector whose scores are the frozen MiniLM's
   cosine between the last turn and each candidate (``--zero-shot-prior 1000`` outweighs its
   untrained score head);
@@ -17,8 +22,12 @@ decoding options:
   closest to the human reply: an upper bound, it reads the reply), nothing, or the whole
   shown section (ParlAI's ``checked_sentence``, the knowledge truncated to 512 tokens), by
   ``docgraph:cmu_dog --cmu-dog-knowledge``;
-* ``zero-shot SmolLM2``: the zoo selector with SmolLM2-135M-Instruct untrained (no LoRA);
+* ``zero-shot SmolLM2``: the zoo model with SmolLM2-135M-Instruct untrained (no LoRA);
 * ``sample zoo model``: ``zoo:docgraph/sample/model`` (``--sample-model``), as it is.
+
+The selector rows also get ``know_acc_k`` / ``know_mrr_k``: the selector alone ranking the
+knowledge turns only (``--knowledge-turns-only true``) against their pseudo labels;
+``random sentence`` gets the expected figures of a uniform draw over the same candidates.
 
 ``--splits`` (``seen``, ``unseen``, ``deduped``: ParlAI's ``--cmu-dog-split-type``; ``deduped``
 is the release's test split of the published results) and ``--conversations N`` (a seeded
@@ -49,14 +58,15 @@ FIGURES = ("exs", "f1", "bleu-1", "bleu-4", "knowledge_f1", "rare_word_f1", "ppl
 SPLITS = ("seen", "unseen", "deduped")
 #: row name -> (what it is, how its eval_model arguments are made: see :func:`row_args`)
 ROWS = {
-    "graph selector": "the zoo model (graph selector + LoRA responder)",
-    "--graph-variant none": "a selector trained as the zoo's without the graph, same responder",
+    "zoo model": "the zoo model (graph selector trained on every turn + LoRA responder)",
+    "graph selector": "the zoo's selector trained on knowledge turns only, zoo responder",
+    "--graph-variant none": "the same without the graph, zoo responder",
     "zero-shot cosine": "MiniLM cosine of the last turn and each candidate, same responder",
     "random sentence": "a random pool sentence, same responder",
     "oracle sentence": "the pseudo label (best F1 against the human reply), same responder",
     "no knowledge": "no knowledge, same responder",
     "whole section": "the whole shown section (ParlAI's checked_sentence), same responder",
-    "zero-shot SmolLM2": "the zoo selector, SmolLM2-135M-Instruct without training",
+    "zero-shot SmolLM2": "the zoo model with SmolLM2-135M-Instruct without training",
     "sample zoo model": "zoo:docgraph/sample/model as it is",
 }
 #: published CMU_DoG test F1 and perplexity, the release's test split (:data:`PUBLISHED_SOURCE`);
@@ -97,22 +107,39 @@ def responder_prompt(model_file: str) -> List[str]:
             str(saved.get("knowledge_title", "prefix"))]
 
 
-def row_args(row: str, model_file: str, none_selector: str, sample_model: str) -> List[str]:
+#: the selector-only arguments of the rows that select (knowledge-turn figures)
+ZERO_SHOT_COSINE = ["--encoder-model", "minilm-l6", "--graph-variant", "none",
+                    "--similarity-prior", "0", "--zero-shot-prior", "1000", "--context-turns", "2",
+                    "--pair-truncate", "64"]
+
+
+def selector_of(row: str, model_file: str, selectors: Dict[str, str]) -> Optional[List[str]]:
+    """The model arguments of ``row``'s selector alone (``None``: the row has none)."""
+    if row == "zoo model":
+        return ["-mf", f"{model_file}.selector"]
+    if row in selectors:
+        return ["-mf", selectors[row]]
+    if row == "zero-shot cosine":
+        return ["-m", "docgraph/graph_selector", *ZERO_SHOT_COSINE]
+    return None
+
+
+def row_args(row: str, model_file: str, selectors: Dict[str, str], sample_model: str
+             ) -> List[str]:
     """The model arguments of ``row`` (the task arguments are added by :func:`evaluate`)."""
     responder = f"{model_file}.responder"
     if row == "sample zoo model":
         return ["-mf", sample_model, *decoding(sample_model)]
-    if row == "graph selector":
+    if row == "zoo model":
         return ["-mf", model_file, *decoding(model_file)]
     alone = ["-m", "docgraph/gpt2_responder", "-mf", responder, *decoding(model_file)]
     pipeline = ["-m", "docgraph", *decoding(model_file), "--reply-mode", "generate"]
+    if row in selectors:
+        return [*pipeline, "--selector-model-file", selectors[row], "--responder-model-file",
+                responder]
     return {
-        "--graph-variant none": lambda: [*pipeline, "--selector-model-file", none_selector,
-                                         "--responder-model-file", responder],
-        "zero-shot cosine": lambda: [
-            *pipeline, "--responder-model-file", responder, "--encoder-model", "minilm-l6",
-            "--graph-variant", "none", "--similarity-prior", "0", "--zero-shot-prior", "1000",
-            "--context-turns", "2", "--pair-truncate", "64"],
+        "zero-shot cosine": lambda: [*pipeline, "--responder-model-file", responder,
+                                     *ZERO_SHOT_COSINE],
         "random sentence": lambda: [*alone, "--cmu-dog-knowledge", "random"],
         "oracle sentence": lambda: [*alone, "--cmu-dog-knowledge", "pseudo"],
         "no knowledge": lambda: [*alone, "--cmu-dog-knowledge", "none"],
@@ -124,10 +151,14 @@ def row_args(row: str, model_file: str, none_selector: str, sample_model: str) -
     }[row]()
 
 
+#: task arguments that only a generator reads (left out for a selector alone)
+GENERATION_ONLY = ("--skip-generation", "false")
+
+
 def task_args(split: str, conversations: int, seed: int, fold: str = "test") -> List[str]:
     return ["-t", "docgraph:cmu_dog", "--cmu-dog-split-type", split, "-dt", fold,
             "--cmu-dog-conversations", str(conversations), "--cmu-dog-sample-seed", str(seed),
-            "--metrics", "default,bleu-1", "--skip-generation", "false", "-bs", "8"]
+            "--metrics", "default,bleu-1", "-bs", "8", *GENERATION_ONLY]
 
 
 def evaluate(args: Sequence[str]) -> Dict[str, float]:
@@ -143,16 +174,44 @@ def evaluate(args: Sequence[str]) -> Dict[str, float]:
     return out
 
 
-def train_none_selector(path: str, datapath: str) -> None:
-    """The zoo recipe's selector with ``--graph-variant none`` (the ``--graph-variant none``
-    row), trained with the zoo's seeded launcher."""
+def train_selector(path: str, datapath: str, variant: str) -> None:
+    """The zoo recipe's selector with ``--graph-variant variant``, trained on the knowledge
+    turns only (the ``graph selector`` / ``--graph-variant none`` rows), with the zoo's
+    seeded launcher."""
     from parlai_docgraph.recipes import zoo_recipe
     from parlai_docgraph.zoo.recipe import _train
 
     zoo = zoo_recipe("cmu_dog")
     args = list(zoo.selector)
-    args[args.index("--graph-variant") + 1] = "none"
-    _train(args + ["-mf", path, "--datapath", datapath, "--seed", str(zoo.seed)], "none selector")
+    args[args.index("--graph-variant") + 1] = variant
+    _train(args + ["--knowledge-turns-only", "true", "-mf", path, "--datapath", datapath,
+                   "--seed", str(zoo.seed)], f"{variant} selector (knowledge turns)")
+
+
+def random_selection(task: Sequence[str], datapath: str) -> Dict[str, float]:
+    """``know_acc_k`` / ``know_mrr_k`` a uniform random ranking is expected to score on the
+    knowledge turns of ``task``: the means of 1/n and H(n)/n over their n candidates."""
+    from parlai.core.params import ParlaiParser
+    from parlai.core.teachers import create_task_agent_from_taskname
+
+    opt = ParlaiParser(True, False).parse_args(
+        [*task, "--label-type", "chosen_sent", "--knowledge-turns-only", "true",
+         "--datapath", datapath])
+    teacher = create_task_agent_from_taskname(opt)[0]
+    counts = [len(teacher.act()["label_candidates"]) for _ in range(teacher.num_examples())]
+    if not counts:
+        return {}
+    mrr = [sum(1 / k for k in range(1, n + 1)) / n for n in counts]
+    return {"know_acc_k": round(sum(1 / n for n in counts) / len(counts), 4),
+            "know_mrr_k": round(sum(mrr) / len(mrr), 4)}
+
+
+def knowledge_turns(selector: List[str], task: Sequence[str], datapath: str) -> Dict[str, float]:
+    """The selector alone on the knowledge turns of ``task``: ``know_acc_k``, ``know_mrr_k``."""
+    task = [a for a in task if a not in GENERATION_ONLY]
+    figures = evaluate([*selector, *task, "--label-type", "chosen_sent", "--knowledge-turns-only",
+                        "true", "--datapath", datapath])
+    return {f"{k}_k": figures[k] for k in ("know_acc", "know_mrr") if k in figures}
 
 
 def store_row(path: str, row: str, split: str, figures: Dict[str, float], command: List[str],
@@ -179,10 +238,11 @@ def store_row(path: str, row: str, split: str, figures: Dict[str, float], comman
 
 
 def markdown_table(result: Dict[str, Any]) -> str:
-    """The rows of a result file as a Markdown table (F1 etc. in %, as the papers print)."""
+    """The rows of a result file as a Markdown table (F1 etc. in %, as the papers print;
+    acc_k / MRR_k: the selector alone on the knowledge turns)."""
     splits = [s for s in SPLITS if any(s in v for v in result["systems"].values())]
     head = "| row | " + " | ".join(
-        f"{s}: F1 / BLEU-1 / BLEU-4 / KF1 / rare F1 / ppl" for s in splits) + " |"
+        f"{s}: F1 / BLEU-1 / BLEU-4 / KF1 / rare F1 / ppl / acc_k / MRR_k" for s in splits) + " |"
     out = [head, "|---|" + "---|" * len(splits)]
     for row, by_split in result["systems"].items():
         cells = []
@@ -190,7 +250,8 @@ def markdown_table(result: Dict[str, Any]) -> str:
             f = by_split.get(s)
             cells.append("" if f is None else " / ".join(
                 "-" if f.get(k) is None else (f"{f[k]:.1f}" if k == "ppl" else f"{100 * f[k]:.1f}")
-                for k in ("f1", "bleu-1", "bleu-4", "knowledge_f1", "rare_word_f1", "ppl")))
+                for k in ("f1", "bleu-1", "bleu-4", "knowledge_f1", "rare_word_f1", "ppl",
+                          "know_acc_k", "know_mrr_k")))
         out.append(f"| {row} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
@@ -207,9 +268,13 @@ class CmuDogEval(ParlaiScript):
                        default="zoo:docgraph/cmu_dog/model",
                        help="the -m docgraph model of the 'graph selector' row, whose "
                        "responder and decoding serve the other rows")
+        g.add_argument("--graph-selector", type=str, default=None,
+                       help="the 'graph selector' row's selector (default: trained next to the "
+                       "model on the knowledge turns, with the zoo recipe's arguments, when "
+                       "absent)")
         g.add_argument("--none-selector", type=str, default=None,
-                       help="the --graph-variant none selector (default: trained next to "
-                       "the model, with the zoo recipe's arguments, when absent)")
+                       help="the '--graph-variant none' row's selector (default: as above, "
+                       "with --graph-variant none)")
         g.add_argument("--sample-model", type=str, default="zoo:docgraph/sample/model",
                        help="the model of the 'sample zoo model' row")
         g.add_argument("--rows", type=str, default=",".join(ROWS),
@@ -242,10 +307,13 @@ class CmuDogEval(ParlaiScript):
         if unknown or not set(splits) <= set(SPLITS):
             raise ValueError(f"--rows from {list(ROWS)}, --splits from {list(SPLITS)}; got "
                              f"{unknown or splits}")
-        none_selector = opt["none_selector"] or os.path.join(
-            os.path.dirname(model_file), "none_selector", "model")
-        if "--graph-variant none" in rows and not os.path.isfile(none_selector):
-            train_none_selector(none_selector, datapath)
+        selectors = {"graph selector": opt["graph_selector"] or os.path.join(
+                         os.path.dirname(model_file), "knowledge_selector", "model"),
+                     "--graph-variant none": opt["none_selector"] or os.path.join(
+                         os.path.dirname(model_file), "knowledge_none_selector", "model")}
+        for row, variant in (("graph selector", "full"), ("--graph-variant none", "none")):
+            if row in rows and not os.path.isfile(selectors[row]):
+                train_selector(selectors[row], datapath, variant)
         sample_model = modelzoo_path(datapath, opt["sample_model"]) \
             if "sample zoo model" in rows else ""
         setup = {"conversations": opt["conversations"], "sample_seed": opt["sample_seed"],
@@ -253,14 +321,19 @@ class CmuDogEval(ParlaiScript):
         out: Dict[str, Any] = {}
         for split in splits:
             for row in rows:
-                args = [*row_args(row, model_file, none_selector, sample_model),
-                        *task_args(split, opt["conversations"], opt["sample_seed"], opt["fold"]),
+                task = task_args(split, opt["conversations"], opt["sample_seed"], opt["fold"])
+                args = [*row_args(row, model_file, selectors, sample_model), *task,
                         "--datapath", datapath]
                 if opt.get("world_logs_dir"):
                     os.makedirs(opt["world_logs_dir"], exist_ok=True)
                     name = f"{row.strip('-').replace(' ', '_')}_{split}.jsonl"
                     args += ["--world-logs", os.path.join(opt["world_logs_dir"], name)]
                 figures = evaluate(args)
+                selector = selector_of(row, model_file, selectors)
+                if selector is not None:
+                    figures.update(knowledge_turns(selector, task, datapath))
+                elif row == "random sentence":
+                    figures.update(random_selection(task, datapath))
                 print(f"[{split}] {row}: {figures}")
                 out.setdefault(row, {})[split] = figures
                 if opt.get("out"):

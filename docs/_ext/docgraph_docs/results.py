@@ -183,8 +183,8 @@ def _cmu_dog_problems(data: Dict[str, Any]) -> List[str]:
     for key in ("conversations", "sample_seed"):
         _need(data, f"cmu_dog.setup.{key}", NUM, out)
     systems = _need(data, "cmu_dog.systems", (dict,), out) or {}
-    if "graph selector" not in systems:
-        out.append("cmu_dog.systems has no 'graph selector' row")
+    if "zoo model" not in systems:
+        out.append("cmu_dog.systems has no 'zoo model' row")
     for row, splits in systems.items():
         for split in splits:
             for key in ("exs", "f1", "bleu-4", "knowledge_f1", "rare_word_f1"):
@@ -494,7 +494,7 @@ def _summary_rows(files: Dict[str, Dict[str, Any]]) -> List[Tuple[str, str, str]
                          f"{t['path@3_max']:.3f} ({t['gold_path_turns']} turns)", name))
         elif kind.name == "cmu_dog":
             r = data["cmu_dog"]
-            ours = r["systems"].get("graph selector", {})
+            ours = r["systems"].get("zoo model", {})
             f1 = ", ".join(f"{split} {100 * f['f1']:.1f}" for split, f in ours.items())
             best = max((p for p in r["published"] if p["at_most_200m"]),
                        key=lambda p: p["f1"], default=None)
