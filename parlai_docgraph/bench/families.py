@@ -248,7 +248,7 @@ def family_benchmark(quick: bool = False, names: Optional[Sequence[str]] = None,
 
 @register_benchmark("families")
 def families_benchmark(quick: bool = False) -> Dict[str, Any]:
-    """Issue 12: seconds per training step and peak memory of each full-size family."""
+    """Seconds per training step and peak memory of each full-size family."""
     return family_benchmark(quick)
 
 

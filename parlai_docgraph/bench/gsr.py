@@ -233,7 +233,7 @@ def katz_opendialkg_size(quick: bool) -> Dict[str, Any]:
 
 @register_benchmark("gsr")
 def gsr_benchmark(quick: bool = False) -> Dict[str, Any]:
-    """Issue 7: constrained beam overhead, trie build per turn, Katz on an OpenDialKG-size KG."""
+    """Constrained beam overhead, trie build per turn, Katz on an OpenDialKG-size KG."""
     out = beam_and_trie(quick)
     out["katz"] = katz_opendialkg_size(quick)
     return out

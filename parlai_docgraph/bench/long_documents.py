@@ -215,7 +215,7 @@ def markdown_table(result: Dict[str, Any]) -> str:
 
 @register_benchmark("long_documents")
 def long_documents_benchmark(quick: bool = False) -> Dict[str, Any]:
-    """Issue 31: index rate, first reply, per-turn latency by stage and peak memory."""
+    """Index rate, first reply, per-turn latency by stage and peak memory."""
     datapath = os.environ.get("PARLAI_DATAPATH") or _default_datapath()
     names = QUICK_SIZES if quick else tuple(SIZES)
     return run_sizes(names, "zoo:docgraph/sample/model", datapath, 3 if quick else 8)

@@ -1,6 +1,6 @@
 """
-``parlai-docgraph bench --only scale``: what parsing once and incremental extension save
-(issue 15). Single process, dep parser + rule coreference, every ratio from the same run.
+``parlai-docgraph bench --only scale``: what parsing once and incremental extension save.
+Single process, dep parser + rule coreference, every ratio from the same run.
 
 ``parse_cache`` (per dataset: ``real_wow``, the first 5 dialogues of WoW ``train.json`` from
 ``../shared/data/real`` or ``$PARLAI_DOCGRAPH_REAL_DATA`` read by ``docgraph:wow`` (skipped

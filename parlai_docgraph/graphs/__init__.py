@@ -8,7 +8,8 @@ Documents -> graphs (no ParlAI imports here).
 - :mod:`.semantic`: Li et al.'s document semantic graph, :func:`build_document_graph`
   (``extend_document_graph`` appends later-retrieved passages).
 - :mod:`.multilevel`: Zhang & Tan's multi-level graph, :func:`build_multilevel_graph`.
-- :mod:`.cache`: content-hash keyed, versioned graph store (atomic, resumable, sharded).
+- :mod:`.store`: :class:`~.store.GraphStore`, the content-hash keyed, versioned graph store
+  (atomic, resumable, sharded).
 - :mod:`.config`: the graph options (:class:`GraphVariant`, :class:`GraphConfig`, one
   argument group); :mod:`.factory`: :class:`~.factory.GraphFactory`, the one place that
   builds a config's graphs and computes their store keys (used by the CLI, the teachers'

@@ -7,8 +7,8 @@
 1. the selector ranks the knowledge sentences of each message (``know_acc`` etc. at
    evaluation);
 2. the responder writes the reply from ``[selected sentence; context]``; with
-   ``--reply-mode extract`` the reply is the selected sentence itself (the offline zoo
-   model's setting: a grounded answer where no fluent generator is installed).
+   ``--reply-mode extract`` the reply is the selected sentence itself (grounded by
+   construction, for a responder that cannot write fluent text; the zoo model generates).
 
 Training (one ``train_model`` run trains both, the standard pipeline setup): each part
 learns from gold supervision only. The selector from the gold sentence (Eq. 6-8), the
