@@ -190,6 +190,7 @@ def test_chat_without_documents_says_so_once(model_file, tmp_path, monkeypatch, 
     out = _chat(monkeypatch, capsys, ["hello", "and again", "[EXIT]"],
                 "-mf", model_file, "--datapath", str(tmp_path / "data"))
     assert out.count("no documents: replies use no knowledge") == 1
+    assert "/load" not in out  # no chat message opens a file: the note names none
     assert out.count("[Docgraph]:") == 2 and "[selected_sentence]" not in out
 
 

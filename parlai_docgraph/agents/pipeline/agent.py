@@ -167,8 +167,8 @@ class DocgraphAgent(Agent):
             msg.force_set("knowledge_passages", [[t, list(ss)] for t, ss in self.turn_pool])
         elif not self._told_no_knowledge:
             self._told_no_knowledge = True
-            self._notes.append("no documents: replies use no knowledge (pass --documents "
-                               "FILE ..., '/load FILE', or -t docgraph:sample for topics)")
+            self._notes.append("no documents: replies use no knowledge (start the chat "
+                               "with --documents FILE ..., or -t docgraph:sample for topics)")
         return None
 
     # ------------------------------------------------------------------ parts
