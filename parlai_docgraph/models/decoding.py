@@ -1,6 +1,6 @@
 """
 ParlAI's generation options mapped onto one Hugging Face ``generate`` call (the way
-ParlAI's own ``hugging_face/t5.py`` agent does it), for every generator of the package (the
+ParlAI's own ``parlai/agents/hugging_face/t5.py`` agent does it), for every generator of the package (the
 responder, DialogGSR's response), and the two pieces ``generate`` lacks for a batch of
 left-padded prompts of a decoder-only LM:
 

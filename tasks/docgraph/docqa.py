@@ -68,7 +68,7 @@ class Question:
 
 def load_questions(folder: "str | Path" = HELDOUT) -> List[Question]:
     """
-    The questions of ``folder/questions.jsonl`` with their documents. A row that is not a
+    The questions of ``<folder>/questions.jsonl`` with their documents. A row that is not a
     JSON object with :data:`FIELDS`, names a missing document or gives an answer that is not
     exactly one sentence of its document raises ``ValueError`` naming file and line.
     """

@@ -1,8 +1,9 @@
 """
 KOMODIS teacher: ``docgraph:komodis``.
 
-Reads ``<datapath>/komodis/dataset.json`` (see :mod:`.readers.komodis`). Split: the
-shipped ``splits/komodis_split.json`` when its ``dataset_sha256`` matches the local
+Reads ``<datapath>/komodis/dataset.json`` (see :mod:`.readers.komodis`). Split: a
+``splits/komodis_split.json`` beside this module (``tools/make_komodis_split.py`` writes one;
+none is shipped today) when its ``dataset_sha256`` matches the local
 ``dataset.json``, else ``<datapath>/komodis/docgraph_split_v1.json``, computed on first
 use (``readers.komodis.SPLIT_PROCEDURE``) and re-created when ``dataset.json`` changes.
 
