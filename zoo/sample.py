@@ -13,9 +13,10 @@ of its encoder's mean-pooled embeddings added to its logits, the encoder fine-tu
 bi-encoder too; ``--zero-shot-prior 5``: the frozen MiniLM's cosine kept beside it;
 ``--own-loss-weight 1``: the selector's own scores also trained to rank without the two
 terms) and trains for one epoch on 292 document questions; on the held-out
-document questions it is compared with MiniLM's zero-shot cosine (``parlai-docgraph heldout_eval``;
-``docs/guide/zoo.md``, "Document questions"). The model replies with the generator's text (``--reply-mode generate``);
-``--reply-mode extract`` answers with the selected sentence itself.
+document questions it is compared with MiniLM's zero-shot cosine (``parlai-docgraph
+heldout_eval``; ``docs/guide/zoo.md``, "Document questions"). The model replies with the
+generator's text (``--reply-mode generate``); ``--reply-mode extract`` answers with the
+selected sentence itself.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ projection *with* the cache is an upper bound.
 existing passages; quick: 10, 100): ``extend_ms`` median over 5 extensions of the
 incremental path, ``rebuild_extend_ms`` of a graph without its assembly (as a store loads
 it: rebuilt from its passages with a memoising parser, so only the new sentences are
-parsed, coreference and assembly re-run over everything); ``extend_growth`` / ``rebuild_growth``: largest over
-smallest size (goal <= 1.5 for ``extend_growth``).
+parsed, coreference and assembly re-run over everything); ``extend_growth`` /
+``rebuild_growth``: largest over smallest size (goal <= 1.5 for ``extend_growth``).
 """
 
 from __future__ import annotations

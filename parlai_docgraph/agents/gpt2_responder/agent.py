@@ -141,7 +141,8 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
         return getattr(model, "module", model)
 
     def uses_chat_template(self) -> bool:
-        """``--chat-template`` resolved against the tokenizer (see :mod:`parlai_docgraph.models.responder.chat`)."""
+        """``--chat-template`` resolved against the tokenizer
+        (:mod:`parlai_docgraph.models.responder.chat`)."""
         if not hasattr(self, "_chat"):
             self._chat = chat.use_template(self.opt["chat_template"], self.dict.hf_tokenizer)
         return self._chat
