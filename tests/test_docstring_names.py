@@ -111,9 +111,22 @@ def _assigned(targets: Iterable[ast.AST]) -> Iterator[str]:
                 yield node.attr
 
 
+def _lazy_exports(table: ast.expr) -> Iterator[str]:
+    """The names of a package's ``_EXPORTS`` dict (``{"name": "module", **{n: "module" for
+    n in ("a", "b")}}``)."""
+    for node in ast.walk(table):
+        if isinstance(node, ast.Dict):
+            yield from (k.value for k in node.keys
+                        if isinstance(k, ast.Constant) and isinstance(k.value, str))
+        elif isinstance(node, ast.DictComp):
+            yield from (e.value for e in ast.walk(node)
+                        if isinstance(e, ast.Constant) and isinstance(e.value, str))
+
+
 def defined_names(tree: ast.Module) -> Dict[str, Set[str]]:
     """Top-level name -> its attributes (a class's methods, nested classes and assigned
-    names, ``self.x`` included; empty for other names). Imports count: a package re-exports."""
+    names, ``self.x`` included; empty for other names). Imports count: a package re-exports,
+    at once or lazily."""
     names: Dict[str, Set[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
@@ -134,6 +147,9 @@ def defined_names(tree: ast.Module) -> Dict[str, Set[str]]:
         if isinstance(node, ast.Assign):
             for name in _assigned(node.targets):
                 names.setdefault(name, set())
+            if any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in node.targets):
+                for name in _lazy_exports(node.value):  # parlai_docgraph.lazy's table
+                    names.setdefault(name, set())
         elif isinstance(node, ast.AnnAssign):
             for name in _assigned([node.target]):
                 names.setdefault(name, set())
