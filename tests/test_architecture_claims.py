@@ -162,7 +162,7 @@ def hf_loads(trees: Dict[str, ast.AST]) -> List[str]:
         for name, func in functions(tree):
             if name and name == allowed:
                 continue
-            body = [n for n in call_nodes(func)]
+            body = list(call_nodes(func))
             if not name:  # the module level: calls outside any function
                 inside = {id(c) for _, f in functions(tree) if f is not tree
                           for c in call_nodes(f)}
