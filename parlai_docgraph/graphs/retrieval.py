@@ -20,7 +20,7 @@ dialogue*, not over a corpus; a graph over every sentence of a book does not fit
 
 :meth:`DocumentIndex.retrieve` returns a turn's pool: every passage while the documents
 have at most ``budget`` sentences (small documents keep the whole-document pool, their
-paragraphs uncut); otherwise the passages with the best BM25 score for
+paragraphs uncut, exactly as before); otherwise the passages with the best BM25 score for
 the dialogue (the user's last turn, plus ``history_weight`` times the score of the
 ``history_turns`` turns before it), taken best first while their sentences fit ``budget``
 (passages with a score above zero only), returned in document order so the graph's
