@@ -21,6 +21,7 @@ documentation's screenshots there: the page after a turn, and the document graph
 
 from __future__ import annotations
 
+import gc
 import http.client
 import json
 import os
@@ -32,6 +33,7 @@ import socket
 import subprocess
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -479,11 +481,21 @@ def test_an_idle_session_expires_and_its_folder_is_removed(app_server):
     sid = _session(app_server.url)
     folder = Path(store.root) / sid
     assert folder.is_dir()
-    store.sessions[sid].last_used -= store.idle_timeout + 1  # idle for longer than allowed
-    end = time.monotonic() + 10
-    while folder.exists() and time.monotonic() < end:  # the lifespan's sweeper removes it
-        time.sleep(0.1)
-    assert not folder.exists() and sid not in store.sessions
+    agent = weakref.ref(store.sessions[sid].agent)
+    gc.disable()  # freed when the store lets it go, not whenever the collector runs
+    try:
+        store.sessions[sid].last_used -= store.idle_timeout + 1  # idle for too long
+        end = time.monotonic() + 10
+        while folder.exists() and time.monotonic() < end:  # the lifespan's sweeper
+            time.sleep(0.1)
+        assert not folder.exists() and sid not in store.sessions
+        # its agent copy (and index) is freed: nothing keeps an expired session
+        end = time.monotonic() + 10
+        while agent() is not None and time.monotonic() < end:
+            time.sleep(0.1)
+        assert agent() is None
+    finally:
+        gc.enable()
     gone = _chat(app_server.url, sid, "hello")
     assert gone["status"] == 400 and "expired" in gone["error"]
 
