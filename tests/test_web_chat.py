@@ -916,6 +916,9 @@ def test_page_in_headless_chromium(app_server, browser, tmp_path):
     screenshots = os.environ.get("DOCGRAPH_SCREENSHOTS")
     if screenshots:  # the documentation's pictures: the page after a turn, and its graph
         Path(screenshots).mkdir(parents=True, exist_ok=True)
+        # the pointer on the selected sentence: its full text in the hover box
+        frame.locator('g.node.selected[data-type="sentence"] circle').first.hover(force=True)
+        frame.locator("#tip").wait_for(state="visible", timeout=5_000)
         page.screenshot(path=str(Path(screenshots) / "web_chat.png"), full_page=True)
         graph = browser.new_page(viewport={"width": 1200, "height": 900})  # the whole graph
         graph.set_content(frame.locator("html").evaluate("e => e.outerHTML"))
