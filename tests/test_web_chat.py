@@ -698,8 +698,10 @@ def test_security_headers_on_every_response(cli_server):
     assert b"<script>" not in _request(url, "GET", "/")[1]  # no inline script in the page
 
 
-def _closed(sock: socket.socket) -> bool:
-    """Whether the server has closed ``sock`` (EOF or reset); waits briefly for it."""
+def _closed(sock: socket.socket, by: float) -> bool:
+    """Whether the server has closed ``sock`` (EOF or reset) by the time ``by``
+    (``time.monotonic()``); waits for it until then."""
+    sock.settimeout(max(0.01, by - time.monotonic()))
     try:
         return sock.recv(1024) == b""
     except socket.timeout:
@@ -728,9 +730,7 @@ def test_half_sent_headers_are_closed_after_the_header_timeout(cli_server):
             sent += 1
             time.sleep(0.5)
         _answers_normally(cli_server)  # meanwhile, real clients are served
-        for s in sockets:
-            s.settimeout(max(0.1, start + 16 - time.monotonic()))
-        still_open = [i for i, s in enumerate(sockets) if not _closed(s)]
+        still_open = [i for i, s in enumerate(sockets) if not _closed(s, by=start + 16)]
         took = time.monotonic() - start
         assert still_open == [], f"{len(still_open)} of {len(sockets)} open after {took:.0f} s"
         assert took < 16
