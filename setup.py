@@ -52,7 +52,7 @@ setup(
     include_package_data=True,
     package_data={
         "parlai_docgraph.recipes": ["recipes.yaml"],
-        "parlai_docgraph.assets": ["tiny_gpt2/*.json", "tiny_t5/*.json", "tiny_bert/*.json", "demo_document.md", "chat.html",
+        "parlai_docgraph.assets": ["tiny_gpt2/*.json", "tiny_t5/*.json", "tiny_bert/*.json", "demo_document.md", "chat.html", "chat.js",
                                    "heldout/*.md", "heldout/*.txt", "heldout/*.jsonl"],
         "parlai_docgraph.tasks.docgraph": [
             "sample_data/*/*.json",

@@ -41,6 +41,8 @@ JSON_TEXT_PARSERS = {
     ("parlai_docgraph/graphs/retrieval.py", "body"): "a document cache entry, read_verified",
     ("parlai_docgraph/scripts/chat_app.py", "b''.join(chunks).decode('utf-8') or '{}'"):
         "an HTTP request body",
+    ("parlai_docgraph/bench/chat_memory.py", "data"): "an HTTP response body of the server "
+                                                      "it measures",
     ("parlai_docgraph/scripts/demo_summary.py", "line"): "the JSON line of an eval report in "
                                                          "a log",
     ("parlai_docgraph/bench/long_documents.py", "done.stdout.strip().splitlines()[-1]"):

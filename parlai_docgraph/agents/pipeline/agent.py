@@ -124,12 +124,12 @@ class DocgraphAgent(Agent):
     def load_documents(self, paths: List[str]) -> None:
         """Index the documents that ``paths`` name (files, folders, globs: the user's own
         command line or an upload); problems become notes shown to the user."""
-        before = len(self.documents)
+        before = [id(d) for d in self.index.documents]
         problems = self.index.load(paths)
         for problem in problems:
             logging.warning(problem)
         self._notes.extend(problems)
-        if len(self.documents) > before:
+        if [id(d) for d in self.index.documents] != before:  # added or replaced
             self._notes.append(retrieval_summary(self.index))
             logging.info(retrieval_summary(self.index))
         elif not self.documents:
