@@ -332,3 +332,42 @@ def test_prepended_knowledge_block_is_cut_off():
     assert strip_knowledge_block("__knowledge__ cast:x __endknowledge__\nHi there") == "Hi there"
     assert strip_knowledge_block("__knowledge__ cast:x __endknowledge__") == ""
     assert strip_knowledge_block("plain") == "plain"
+
+
+def test_pseudo_labels_against_a_reading(cmu_datapath, tmp_path):
+    from conftest import run_cli
+    from parlai_docgraph.graphs.movie_articles import flat_index
+    from parlai_docgraph.scripts.cmu_dog_labels import agreement, labels_of
+
+    article = fx.MOVIES[0]
+    facts = facts_passage(article["0"])
+    scene = turn_pool(article["1"], facts[0], facts)
+    storm = flat_index(scene, pseudo_label("A storm wrecks the ferry near the old harbour.",
+                                           scene).position)
+    # harbour_a's messages, a speaker's consecutive ones joined: 2 "Mara Ellison directed
+    # it." (read here as using another sentence than its label, the director line), 4 the
+    # storm, 5 "Sounds exciting. I should watch it." (read as using sentence 0), 6 "ok, bye then"
+    reading = [{"conversation_id": "harbour_a", "message": 4, "used": [storm]},
+               {"conversation_id": "harbour_a", "message": 6, "used": []},
+               {"conversation_id": "harbour_a", "message": 5, "used": [0]},
+               {"conversation_id": "harbour_a", "message": 2, "used": [99]}]
+    labels = labels_of(str(cmu_datapath / "cmu_dog"), reading, [0.25, 1.1])
+    assert labels[0.25][:3] == [storm, -1, -1] and labels[0.25][3] >= 0
+    assert labels[1.1] == [-1] * 4
+    # agree: the storm and the goodbye; the wrong sentence and the missed one do not
+    assert agreement(reading, labels[0.25]) == {"agree": 2, "labelled": 2, "labelled_right": 1}
+    assert agreement(reading, labels[1.1]) == {"agree": 1, "labelled": 0, "labelled_right": 0}
+    with pytest.raises(ValueError, match="no message 40"):
+        labels_of(str(cmu_datapath / "cmu_dog"), [dict(reading[0], message=40)], [0.25])
+    with pytest.raises(ValueError, match="conversations not in"):
+        labels_of(str(cmu_datapath / "cmu_dog"), [dict(reading[0], conversation_id="x")], [0.25])
+    # the command as documented writes the result file
+    path = tmp_path / "reading.json"
+    path.write_text(json.dumps(reading))
+    out = tmp_path / "labels.json"
+    done = run_cli(["parlai-docgraph", "cmu_dog_labels", "--reading", str(path), "--datapath",
+                    str(cmu_datapath), "--out", str(out)], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(out.read_text())["cmu_dog_pseudo_labels"]
+    assert result["turns"] == 4 and result["turns_using_the_pool"] == 3
+    assert result["by_threshold"]["0.25"]["agree"] == 2

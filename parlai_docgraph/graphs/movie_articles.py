@@ -2,8 +2,8 @@
 CMU_DoG's movie articles (Zhou et al., EMNLP 2018) as knowledge pools, and the pseudo
 knowledge labels of its turns. No ParlAI imports.
 
-An article (``wiki_data.json`` of ParlAI's build, one ``WikiData/*.json`` file of the
-release) has four sections: ``"0"``, the movie's facts (a dict: ``introduction``, ``cast``,
+An article (``wiki_data.json`` of ParlAI's build, one file of the release's ``WikiData``
+folder) has four sections: ``"0"``, the movie's facts (a dict: ``introduction``, ``cast``,
 ``director``, ``genre``, ``year``, ``rating``, ``critical_response``, ``movieName``), and
 ``"1"``-``"3"``, key scenes of the plot (paragraphs). A turn was written while one section
 was shown (its ``docIdx``). As passages (``(title, [sentence, ...])``):
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from parlai_docgraph.graphs.corpus import Pool, split_sentences
+from parlai_docgraph.memo import LRUMemo
 
 #: the facts of section 0, in the order of their lines (``movieName`` is the title)
 FACT_ORDER = ("director", "genre", "year", "cast", "rating", "critical_response")
@@ -146,17 +147,18 @@ class PoolWords:
     without normalising the sentences again.
     """
 
-    def __init__(self) -> None:
-        self._memo: Dict[str, Tuple[Counter, int]] = {}
+    def __init__(self, size: int = 1 << 16) -> None:
+        # CMU_DoG's 30 articles hold a few thousand sentences: the bound is never reached there
+        self._memo: LRUMemo[str, Tuple[Counter, int]] = LRUMemo(size)
 
     def __call__(self, sentence: str) -> Tuple[Counter, int]:
         from parlai_docgraph.reply_quality import words
 
-        hit = self._memo.get(sentence)
-        if hit is None:
+        def count() -> Tuple[Counter, int]:
             tokens = words(sentence)
-            hit = self._memo[sentence] = (Counter(tokens), len(tokens))
-        return hit
+            return Counter(tokens), len(tokens)
+
+        return self._memo.get_or_make(sentence, count)
 
 
 def counted_f1(reply: Tuple[Counter, int], sentence: Tuple[Counter, int]) -> float:
