@@ -1,6 +1,6 @@
 """
-``parlai-docgraph cmu_dog_eval``: the CMU_DoG figures of ``docs/results/cmu_dog.json``, every
-row measured by ParlAI's own ``eval_model`` on the same test turns of ``docgraph:cmu_dog``,
+``parlai-docgraph cmu_dog_eval``: the CMU_DoG figures of a result file (``--out``), every row
+measured by ParlAI's own ``eval_model`` on the same test turns of ``docgraph:cmu_dog``,
 with ParlAI's metrics (``f1``, ``bleu-1``, ``bleu-4``; the teacher's ``knowledge_f1`` and
 ``rare_word_f1``; the responder's ``ppl``; the selector's ``know_acc`` against the pseudo
 labels). The rows (:data:`ROWS`), all but the last two with the zoo model's responder and its
@@ -85,9 +85,13 @@ PUBLISHED = [
 PUBLISHED_SOURCE = (
     "Varshney, Prabhakar & Ekbal, NAACL 2022 (CNTF), Table 1, CMU_DoG columns, which takes "
     "the baselines' figures from KnowledGPT (Zhao et al., EMNLP 2020) and Zhao et al. (2020, "
-    "arXiv 2011.09708); F1: unigram F1 after lower-casing and removing punctuation and "
-    "articles (KnowledGPT's metrics.py: ParlAI's normalisation), the mean over the test "
-    "responses")
+    "arXiv 2011.09708); F1: unigram F1 of each generated response against the human one, "
+    "averaged over the test responses, after lower-casing, punctuation to spaces and removing "
+    "articles (KnowledGPT's metrics.py: the same regular expressions and order as ParlAI's "
+    "normalize_answer, so the metric is ParlAI's f1). What differs is the text: the papers "
+    "score their own preprocessed copy of the release's test split (its tokenisation and "
+    "the turns it keeps were not checked here); these rows score ParlAI's cmu_dog turns, raw "
+    "text, consecutive messages of a speaker joined")
 
 
 def decoding(model_file: str) -> List[str]:
