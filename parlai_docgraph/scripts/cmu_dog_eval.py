@@ -157,6 +157,22 @@ def row_args(row: str, model_file: str, selectors: Dict[str, str], sample_model:
 
 #: task arguments that only a generator reads (left out for a selector alone)
 GENERATION_ONLY = ("--skip-generation", "false")
+#: task arguments that eval_model or the agent reads, not the teacher alone
+EVAL_ONLY = ("--metrics", "-bs", "--skip-generation")
+
+
+def without(args: Sequence[str], flags: Sequence[str]) -> List[str]:
+    """``args`` without each of ``flags`` and the value after it."""
+    out: List[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in flags:
+            skip = True
+        else:
+            out.append(arg)
+    return out
 
 
 def task_args(split: str, conversations: int, seed: int, fold: str = "test") -> List[str]:
@@ -199,8 +215,8 @@ def random_selection(task: Sequence[str], datapath: str) -> Dict[str, float]:
     from parlai.core.teachers import create_task_agent_from_taskname
 
     opt = ParlaiParser(True, False).parse_args(
-        [*task, "--label-type", "chosen_sent", "--knowledge-turns-only", "true",
-         "--datapath", datapath])
+        [*without(task, EVAL_ONLY), "--label-type", "chosen_sent", "--knowledge-turns-only",
+         "true", "--datapath", datapath])
     teacher = create_task_agent_from_taskname(opt)[0]
     counts = [len(teacher.act()["label_candidates"]) for _ in range(teacher.num_examples())]
     if not counts:
@@ -212,7 +228,7 @@ def random_selection(task: Sequence[str], datapath: str) -> Dict[str, float]:
 
 def knowledge_turns(selector: List[str], task: Sequence[str], datapath: str) -> Dict[str, float]:
     """The selector alone on the knowledge turns of ``task``: ``know_acc_k``, ``know_mrr_k``."""
-    task = [a for a in task if a not in GENERATION_ONLY]
+    task = without(task, GENERATION_ONLY[:1])
     figures = evaluate([*selector, *task, "--label-type", "chosen_sent", "--knowledge-turns-only",
                         "true", "--datapath", datapath])
     return {f"{k}_k": figures[k] for k in ("know_acc", "know_mrr") if k in figures}
