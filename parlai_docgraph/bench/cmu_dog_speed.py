@@ -12,7 +12,9 @@ in one process so both prompts meet the same machine load:
 
 Run with the datapath that holds CMU_DoG::
 
-    python -m parlai_docgraph.bench.cmu_dog_speed --steps 8 --out docs/results/cmu_dog_speed.json
+    python -m parlai_docgraph.bench.cmu_dog_speed --steps 8 --datapath DATAPATH --out FILE
+
+(``FILE``: the JSON result file, to commit under the docs' results folder.)
 """
 
 from __future__ import annotations
@@ -55,8 +57,12 @@ def measure(datapath: str, steps: int) -> Dict[str, Any]:
     responder = recipe_part("responder")
     runs = {
         "responder_selected_sentence": responder,
+        # the prompt and the reply share --responder-max-length: the recipe's 286 is 128
+        # knowledge + 128 context + 2 separators + 28 reply tokens; 512 knowledge tokens
+        # need 670
         "responder_whole_section": responder + ["--cmu-dog-knowledge", "section",
-                                                "--responder-knowledge-truncate", "512"],
+                                                "--responder-knowledge-truncate", "512",
+                                                "--responder-max-length", "670"],
         "selector": recipe_part("selector"),
     }
     out: Dict[str, Any] = {name: train_steps(args, datapath, "cpu", steps)
