@@ -147,8 +147,11 @@ def row_args(row: str, model_file: str, selectors: Dict[str, str], sample_model:
         "random sentence": lambda: [*alone, "--cmu-dog-knowledge", "random"],
         "oracle sentence": lambda: [*alone, "--cmu-dog-knowledge", "pseudo"],
         "no knowledge": lambda: [*alone, "--cmu-dog-knowledge", "none"],
+        # 512 knowledge + 128 context + 2 separators + the reply's 28 positions of the
+        # recipe's 286 (the responder refuses a prompt longer than its positions)
         "whole section": lambda: [*alone, "--cmu-dog-knowledge", "section",
-                                  "--responder-knowledge-truncate", "512"],
+                                  "--responder-knowledge-truncate", "512",
+                                  "--responder-max-length", "670"],
         "zero-shot SmolLM2": lambda: [
             *pipeline, "--selector-model-file", f"{model_file}.selector",
             "--responder-model", "smollm2-135m-instruct", *responder_prompt(model_file)],

@@ -105,7 +105,7 @@ class CmuDogLabels(ParlaiScript):
         result = {"cmu_dog_pseudo_labels": {
             "reading": os.path.basename(self.opt["reading"]), "turns": len(reading),
             "turns_using_the_pool": sum(bool(r["used"]) for r in reading),
-            "by_threshold": figures}, "record": run_record()}
+            "by_threshold": figures}, "meta": run_record()}
         for t, f in figures.items():
             print(f"threshold {t}: {f['agree']}/{len(reading)} agree; {f['labelled']} "
                   f"labelled, {f['labelled_right']} of them right")
