@@ -21,7 +21,9 @@ from __future__ import annotations
 import random
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
+
+from parlai_docgraph.memo import LRUMemo
 
 #: Tried in order when no model is named; the first installed one is used.
 MODEL_CANDIDATES: Tuple[str, ...] = (
@@ -50,7 +52,7 @@ def random_state_kept() -> Iterator[None]:
     when it is first imported), and ParlAI's training teachers pick their episodes from that
     stream: a pipeline first loaded in the middle of training (the graph store's key names
     the parser) shifted every later pick, so one seed gave another data order depending on
-    whether the graphs were already stored (issue 42)."""
+    whether the graphs were already stored."""
     state = random.getstate()
     try:
         yield
@@ -176,17 +178,16 @@ def language_name(code: str) -> str:
 
 class SentenceSplitter:
     """
-    :func:`sentences` with a fixed pipeline and a cache keyed by the text (chats about
-    the same movie share their documents).
+    :func:`sentences` with a fixed pipeline and a memo of the last ``memo_size`` texts
+    (chats about the same movie share their documents).
     """
 
-    def __init__(self, model: str = RULE_BASED, exclude: Sequence[str] = ()) -> None:
+    def __init__(self, model: str = RULE_BASED, exclude: Sequence[str] = (),
+                 memo_size: int = 4096) -> None:
         self.model = model
         self.exclude = tuple(exclude)
-        self._cache: Dict[str, List[str]] = {}
+        self._memo: LRUMemo[str, List[str]] = LRUMemo(memo_size)
 
     def __call__(self, text: str) -> List[str]:
-        hit = self._cache.get(text)
-        if hit is None:
-            hit = self._cache[text] = sentences(text, self.model, self.exclude)
-        return list(hit)
+        return list(self._memo.get_or_make(
+            text, lambda: sentences(text, self.model, self.exclude)))
