@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """
 Write a generated Wizard of Wikipedia-format set in which only coreference and narrative
-order tell the gold sentence (issue 42): read with the stock ``-t docgraph:wow:topic_split``
+order tell the gold sentence: read with the stock ``-t docgraph:wow:topic_split``
 (or ParlAI's own WoW teacher) from ``--datapath``::
 
     python tools/make_coref_groups.py --out /tmp/groups        # writes /tmp/groups/wizard_of_wikipedia/
@@ -128,7 +128,7 @@ RELATIONS: Tuple[Relation, ...] = (
 class GroupsConfig:
     """The options of the generated set (each a command-line option)."""
 
-    train_dialogues: int = 240
+    train_dialogues: int = 120
     eval_dialogues: int = 60
     members: int = 4
     facts: int = 3

@@ -1,6 +1,6 @@
 """
-The graph's margin over the cross-encoder on held-out coreference structure (issue 42; a
-study run as a module): train ``-m docgraph/graph_selector`` with the stock ``parlai
+The graph's margin over the cross-encoder on held-out coreference structure (a study run as
+a module): train ``-m docgraph/graph_selector`` with the stock ``parlai
 train_model`` command, ``--graph-variant full`` and ``none``, over the set
 ``tools/make_coref_groups.py`` writes, and record every run in one result file
 (``docs/results/graph_margin.json``) with each setting's mean and spread::
@@ -54,6 +54,8 @@ from parlai_docgraph.jsonio import read_json
 #: the stock options of every run (the issue's held-out check), before the variant's
 STOCK = ("-m", "docgraph/graph_selector", "-t", "docgraph:wow:topic_split",
          "--encoder-model", "minilm-l6", "--label-type", "chosen_sent", "-bs", "8")
+#: :func:`set_name` of the generator's default options (the README's row)
+DEFAULT_SET = "120/60 m4 f3"
 #: ParlAI's train_model with its seed applied before the agent is built (--init-seed)
 SEEDED_MAIN = ("import sys; from parlai.scripts.train_model import TrainModel, set_seed; "
                "set_seed(int(sys.argv[1])); TrainModel.main(*sys.argv[2:])")
@@ -71,10 +73,31 @@ def tree_commit(tree: Path) -> str:
     return head + ("+dirty" if dirty else "")
 
 
+#: the generator's options that size the set (``coref_groups.json`` of the datapath)
+SET_FIELDS = ("train_dialogues", "eval_dialogues", "members", "facts", "turns", "per_passage",
+              "seed")
+
+
+def set_of(datapath: str) -> Dict[str, Any]:
+    """The generator's options of the set in ``datapath`` (``ValueError`` when it has none)."""
+    path = Path(datapath) / "wizard_of_wikipedia" / "coref_groups.json"
+    if not path.is_file():
+        raise ValueError(f"{path} is missing: write the set with tools/make_coref_groups.py "
+                         f"--out {datapath}")
+    config = read_json(str(path))
+    return {k: config[k] for k in ("version",) + SET_FIELDS}
+
+
+def set_name(config: Dict[str, Any]) -> str:
+    """A short name of a set: ``train/eval dialogues, members, facts``."""
+    return (f"{config['train_dialogues']}/{config['eval_dialogues']} m{config['members']} "
+            f"f{config['facts']}")
+
+
 def run_key(record: Dict[str, Any]) -> Tuple:
-    """What identifies a run: commit, variant, epochs, seed, init seeding, extra options."""
-    return (record["commit"], record["variant"], record["epochs"], record["seed"],
-            record["init_seed"], tuple(record["options"]))
+    """What identifies a run: set, commit, variant, epochs, seed, init seeding, options."""
+    return (set_name(record["set"]), record["commit"], record["variant"], record["epochs"],
+            record["seed"], record["init_seed"], tuple(record["options"]))
 
 
 def command(tree: Path, datapath: str, variant: str, epochs: int, seed: int, options: Sequence[str],
@@ -103,11 +126,12 @@ def run_process(cmd: Sequence[str], cwd: Path, out: Any) -> Tuple[int, float]:
 
 def train_once(tree: Path, datapath: str, variant: str, epochs: int, seed: int,
                options: Sequence[str], init_seed: bool, commit: str, logs: Path) -> Dict[str, Any]:
-    """Run one training and return its record; its model files are removed afterwards."""
+    """Run one training and return its record; its model files are removed afterwards
+    (``RuntimeError`` with the command and its log when it fails)."""
     work = Path(tempfile.mkdtemp(prefix=f"margin-{variant}-e{epochs}-s{seed}-"))
     model_file = str(work / "model")
     cmd = command(tree, datapath, variant, epochs, seed, options, model_file, init_seed)
-    name = f"{commit}-{variant}-e{epochs}-s{seed}{'-init' if init_seed else ''}"
+    name = f"{set_name(set_of(datapath)).replace(' ', '_').replace('/', '-')}-{commit}-{variant}-e{epochs}-s{seed}{'-init' if init_seed else ''}"
     if options:
         name += "-" + "_".join(o.lstrip("-") for o in options)[:60]
     log = logs / f"{name}.log"
@@ -121,7 +145,8 @@ def train_once(tree: Path, datapath: str, variant: str, epochs: int, seed: int,
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {
-        "commit": commit, "variant": variant, "epochs": epochs, "seed": seed,
+        "set": set_of(datapath), "commit": commit, "variant": variant, "epochs": epochs,
+        "seed": seed,
         "init_seed": init_seed, "options": list(options),
         "valid_know_acc": round(float(stats["final_valid_report"]["know_acc"]), 4),
         "test_know_acc": round(float(stats["final_test_report"]["know_acc"]), 4),
@@ -142,16 +167,18 @@ def spread(values: Sequence[float]) -> Dict[str, float]:
 
 
 def summarize(runs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """One row per (commit, options, init seeding, epochs): each variant's valid/test spread
-    over its seeds and the margin ``full - none`` of the means (both variants present)."""
+    """One row per (set, commit, options, init seeding, epochs): each variant's valid/test
+    spread over its seeds and the margin ``full - none`` of the means (both variants present)."""
     groups: Dict[Tuple, Dict[str, List[Dict[str, Any]]]] = {}
+    sets = {}
     for r in runs:
-        key = (r["commit"], tuple(r["options"]), r["init_seed"], r["epochs"])
+        sets[set_name(r["set"])] = r["set"]
+        key = (set_name(r["set"]), r["commit"], tuple(r["options"]), r["init_seed"], r["epochs"])
         groups.setdefault(key, {}).setdefault(r["variant"], []).append(r)
     rows = []
-    for (commit, options, init_seed, epochs), by_variant in sorted(groups.items()):
-        row: Dict[str, Any] = {"commit": commit, "options": list(options), "init_seed": init_seed,
-                               "epochs": epochs, "variants": {}}
+    for (name, commit, options, init_seed, epochs), by_variant in sorted(groups.items()):
+        row: Dict[str, Any] = {"set": sets[name], "commit": commit, "options": list(options),
+                               "init_seed": init_seed, "epochs": epochs, "variants": {}}
         for variant, rs in sorted(by_variant.items()):
             row["variants"][variant] = {
                 "seeds": sorted(r["seed"] for r in rs),
@@ -167,10 +194,13 @@ def summarize(runs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 def current(runs: Sequence[Dict[str, Any]], rows: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """The summary row the README quotes: the stock command at the default options, one
-    epoch, both variants, of the commit whose run was recorded last (``None`` when absent)."""
+    epoch, both variants, on the generator's default set, of the commit whose run was
+    recorded last (``None`` when absent)."""
+    default = DEFAULT_SET
     for record in sorted(runs, key=lambda r: r["time_utc"], reverse=True):
         for row in rows:
             if (row["commit"] == record["commit"] and not row["options"]
+                    and set_name(row["set"]) == default
                     and not row["init_seed"] and row["epochs"] == 1 and "margin" in row):
                 return row
     return None
@@ -195,8 +225,8 @@ def save(path: Path, data: Dict[str, Any], meta: Dict[str, Any]) -> None:
 
 def table(data: Dict[str, Any]) -> str:
     """Markdown table of the summary rows: mean (sd) [min-max] of each variant, the margin."""
-    lines = ["| commit | options | epochs | full valid | full test | none valid | none test "
-             "| margin test (valid) |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| set | commit | options | epochs | full valid | full test | none valid | none test "
+             "| margin test (valid) |", "|---|---|---|---|---|---|---|---|---|"]
 
     def cell(v: Optional[Dict[str, Any]], split: str) -> str:
         if v is None:
@@ -209,7 +239,7 @@ def table(data: Dict[str, Any]) -> str:
         opts = " ".join(row["options"]) + (" (init seeded)" if row["init_seed"] else "")
         margin = row.get("margin")
         lines.append(
-            f"| {row['commit']} | {opts or 'defaults'} | {row['epochs']} | "
+            f"| {set_name(row['set'])} | {row['commit']} | {opts or 'defaults'} | {row['epochs']} | "
             f"{cell(v.get('full'), 'valid')} | {cell(v.get('full'), 'test')} | "
             f"{cell(v.get('none'), 'valid')} | {cell(v.get('none'), 'test')} | "
             + (f"{margin['test']:+.3f} ({margin['valid']:+.3f})" if margin else "-") + " |")
@@ -219,6 +249,7 @@ def table(data: Dict[str, Any]) -> str:
 def run(args: argparse.Namespace, options: Sequence[str]) -> int:
     tree = Path(args.tree).resolve()
     commit = tree_commit(tree)
+    name = set_name(set_of(args.datapath))
     out = Path(args.out)
     data = load(out)
     done = {run_key(r) for r in data["graph_margin"]["runs"]}
@@ -226,7 +257,7 @@ def run(args: argparse.Namespace, options: Sequence[str]) -> int:
     for variant, epochs, seed in itertools.product(args.variants.split(","),
                                                    [int(e) for e in args.epochs.split(",")],
                                                    [int(s) for s in args.seeds.split(",")]):
-        key = (commit, variant, epochs, seed, args.init_seed, tuple(options))
+        key = (name, commit, variant, epochs, seed, args.init_seed, tuple(options))
         if key in done and not args.rerun:
             print(f"recorded already: {key}")
             continue

@@ -146,7 +146,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         """The selector of the options; with ``--seed`` (train_model's) its initial weights
         are drawn from that seed. ParlAI's ``train_model`` seeds its generators only after it
         has built the agent, so without this every run of one command would start from new
-        weights (issue 42: on small training sets that draw moves the 1-epoch figure more
+        weights (on small training sets that draw moves the 1-epoch figure more
         than most options do). The draw uses a forked generator: the caller's stream is left
         as it was."""
         seed = self.opt.get("seed")
