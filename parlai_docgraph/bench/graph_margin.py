@@ -54,6 +54,8 @@ from parlai_docgraph.jsonio import read_json
 #: the stock options of every run (the issue's held-out check), before the variant's
 STOCK = ("-m", "docgraph/graph_selector", "-t", "docgraph:wow:topic_split",
          "--encoder-model", "minilm-l6", "--label-type", "chosen_sent", "-bs", "8")
+#: the folder of the result files, which the runs themselves change
+RESULTS_DIR = "docs/results"
 #: :func:`set_name` of the generator's default options (the README's row)
 DEFAULT_SET = "120/60 m4 f3"
 #: ParlAI's train_model with its seed applied before the agent is built (--init-seed)
@@ -65,11 +67,12 @@ RUN_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"
 
 
 def tree_commit(tree: Path) -> str:
-    """The short commit of ``tree``'s HEAD, ``+dirty`` when its tracked files differ."""
+    """The short commit of ``tree``'s HEAD, ``+dirty`` when its tracked files differ (result
+    files aside: the runs write one)."""
     head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", str(tree), "diff", "--quiet", "HEAD", "--"],
-                           capture_output=True).returncode != 0
+    dirty = subprocess.run(["git", "-C", str(tree), "diff", "--quiet", "HEAD", "--", ".",
+                            f":(exclude){RESULTS_DIR}"], capture_output=True).returncode != 0
     return head + ("+dirty" if dirty else "")
 
 
@@ -157,6 +160,23 @@ def train_once(tree: Path, datapath: str, variant: str, epochs: int, seed: int,
                               ).replace(model_file, "MODEL"),
         "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+
+
+def margin_once(tree: Path, datapath: str, seed: int = 0, epochs: int = 1,
+                options: Sequence[str] = (), logs: Optional[Path] = None) -> Dict[str, Any]:
+    """``full`` and ``none`` trained at once (a process each, one thread each) with the stock
+    command; their records by variant, and ``margin``: ``full - none`` of the ``know_acc``
+    over the valid and test turns pooled (the splits are the same size)."""
+    logs = logs or Path(tempfile.mkdtemp(prefix="graph-margin-logs-"))
+    logs.mkdir(parents=True, exist_ok=True)
+    commit = tree_commit(tree)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {v: pool.submit(train_once, tree, datapath, v, epochs, seed, options, False,
+                                  commit, logs) for v in ("full", "none")}
+        out: Dict[str, Any] = {v: f.result() for v, f in futures.items()}
+    pooled = {v: (r["valid_know_acc"] + r["test_know_acc"]) / 2 for v, r in out.items()}
+    out["margin"] = round(pooled["full"] - pooled["none"], 4)
+    return out
 
 
 def spread(values: Sequence[float]) -> Dict[str, float]:
