@@ -185,7 +185,7 @@ def _graph_margin_problems(data: Dict[str, Any]) -> List[str]:
         out.append("graph_margin.runs is empty")
     for i, run in enumerate(runs):
         here: List[str] = []
-        for key, types in (("commit", (str,)), ("variant", (str,)), ("epochs", (int,)),
+        for key, types in (("set", (dict,)), ("commit", (str,)), ("variant", (str,)), ("epochs", (int,)),
                            ("seed", (int,)), ("options", (list,)), ("init_seed", (bool,)),
                            ("valid_know_acc", NUM), ("test_know_acc", NUM), ("command", (str,))):
             _need(run, key, types, here)
@@ -199,8 +199,9 @@ def _graph_margin_page(data: Dict[str, Any], img: Path) -> str:
 
     return ("Each run is the stock `parlai train_model` command of its record (`-m "
             "docgraph/graph_selector -t docgraph:wow:topic_split --encoder-model minilm-l6 "
-            "--label-type chosen_sent -bs 8`) on the set `tools/make_coref_groups.py` writes; "
-            "`know_acc` of the kept model on valid and on the 120 unseen-group test turns, "
+            "--label-type chosen_sent -bs 8`) on a set `tools/make_coref_groups.py` writes "
+            "(`set`: train/eval dialogues, members, facts; `120/60` has 120 unseen-group turns "
+            "in valid and in test, the guard's `40/10` has 20); `know_acc` of the kept model, "
             "mean (sd) [min-max] over the seeds:\n\n" + table(data))
 
 
