@@ -164,25 +164,34 @@ def test_rule_coreference_ties_pronouns_to_the_nearest_name(datapath):
 
 
 
+
 #: the guard's set: 40 training dialogues (80 turns: one epoch is 10 updates of the stock
 #: ``-bs 8``) and 10 unseen-group dialogues in valid and in test (20 turns each)
 GUARD_SET = {"train_dialogues": 40, "eval_dialogues": 10}
-#: full - none of know_acc, valid and test pooled, below which the guard fails: set from the
-#: spread measured on this set (docs/results/graph_margin.json, set "40/10 m4 f3";
-#: docs/guide/selection.md says how)
+#: the seeds whose margins the guard averages: at 10 updates a seed now and then has not yet
+#: picked up the graph (measured: seed 2 of 0-2), so one seed alone would fail on such a draw
+GUARD_SEEDS = (0, 1)
+#: the mean over GUARD_SEEDS of full - none (know_acc, valid and test pooled) below which
+#: the guard fails. Measured on this set (docs/results/graph_margin.json, set "40/10 m4 f3"):
+#: defaults 0.550 and 0.525 (seed 2, not picked up: 0.075); --node-relevance false, which
+#: keeps the graph from learning in 10 updates, 0.025 and -0.025. 0.25 lies halfway, and a
+#: mean with one seed not picked up (about 0.31) still passes.
 GUARD_MARGIN = 0.25
 
 
 @pytest.mark.slow
 def test_graph_beats_the_cross_encoder_on_unseen_groups(datapath, tmp_path):
     """The stock command (``-m docgraph/graph_selector -t docgraph:wow:topic_split
-    --encoder-model minilm-l6 --label-type chosen_sent -bs 8``, one epoch, seed 0, every
-    other option at its default) with ``--graph-variant full`` and ``none``: the cross-encoder
-    cannot tell which member's pronoun sentence answers (at most one in four of the asked
-    relation's sentences), the graph ties each to the name before it."""
+    --encoder-model minilm-l6 --label-type chosen_sent -bs 8``, one epoch, every other option
+    at its default) with ``--graph-variant full`` and ``none``: the cross-encoder cannot tell
+    which member's pronoun sentence answers (at most one in four of the asked relation's
+    sentences), the graph ties each to the name before it."""
     from parlai_docgraph.bench.graph_margin import margin_once
 
     _write(datapath, **GUARD_SET)
-    out = margin_once(ROOT, str(datapath), seed=0, logs=tmp_path / "logs")
-    acc = {v: (out[v]["valid_know_acc"], out[v]["test_know_acc"]) for v in ("full", "none")}
-    assert out["margin"] >= GUARD_MARGIN, (out["margin"], acc)
+    runs = [margin_once(ROOT, str(datapath), seed=seed, logs=tmp_path / "logs")
+            for seed in GUARD_SEEDS]
+    acc = [{v: (r[v]["valid_know_acc"], r[v]["test_know_acc"]) for v in ("full", "none")}
+           for r in runs]
+    mean = sum(r["margin"] for r in runs) / len(runs)
+    assert mean >= GUARD_MARGIN, (mean, acc)

@@ -42,6 +42,9 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Sequence, Tuple
 
+# a fact template about a member (``fact`` with ``{subj}``/``{value}``, and the question)
+from parlai_docgraph.tasks.docgraph.synthetic import Relation
+
 #: bump when a change alters the files of given options
 VERSION = 1
 
@@ -91,16 +94,6 @@ KINDS: Tuple[Tuple[str, str, str], ...] = (
 )
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
-
-
-@dataclass(frozen=True)
-class Relation:
-    """A fact about a member: ``fact`` with ``{subj}``/``{value}``, and the question."""
-
-    name: str
-    fact: str
-    question: str
-    values: Tuple[str, ...]
 
 
 RELATIONS: Tuple[Relation, ...] = (

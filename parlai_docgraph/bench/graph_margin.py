@@ -256,10 +256,11 @@ def table(data: Dict[str, Any]) -> str:
 
     for row in data["graph_margin"]["summary"]:
         v = row["variants"]
-        opts = " ".join(row["options"]) + (" (init seeded)" if row["init_seed"] else "")
+        opts = (" ".join(row["options"]) or "defaults") + (" (init seeded)" if row["init_seed"]
+                                                           else "")
         margin = row.get("margin")
         lines.append(
-            f"| {set_name(row['set'])} | {row['commit']} | {opts or 'defaults'} | {row['epochs']} | "
+            f"| {set_name(row['set'])} | {row['commit']} | {opts} | {row['epochs']} | "
             f"{cell(v.get('full'), 'valid')} | {cell(v.get('full'), 'test')} | "
             f"{cell(v.get('none'), 'valid')} | {cell(v.get('none'), 'test')} | "
             + (f"{margin['test']:+.3f} ({margin['valid']:+.3f})" if margin else "-") + " |")
