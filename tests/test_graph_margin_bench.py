@@ -31,25 +31,28 @@ RUNS = [
     _run("aaa", "none", 0, 0.2, 0.2, "2026-01-01T00:02:00Z"),
     _run("bbb", "full", 0, 0.3, 0.3, "2026-01-02T00:00:00Z"),
     _run("bbb", "none", 0, 0.2, 0.1, "2026-01-02T00:01:00Z"),
-    _run("bbb", "full", 0, 0.9, 0.9, "2026-01-03T00:00:00Z", data_set=SMALL),
-    _run("bbb", "none", 0, 0.1, 0.1, "2026-01-03T00:00:00Z", data_set=SMALL),
+    _run("aaa", "full", 0, 0.9, 0.9, "2026-01-03T00:00:00Z", data_set=SMALL),
+    _run("aaa", "none", 0, 0.1, 0.1, "2026-01-03T00:00:00Z", data_set=SMALL),
+    _run("aaa", "full", 0, 0.5, 0.5, "2026-01-04T00:00:00Z", options=["--x", "1"]),
 ]
 
 
 def test_rows_by_set_commit_and_options_with_the_margin_of_the_means():
     rows = summarize(RUNS)
     assert [(set_name(r["set"]), r["commit"]) for r in rows] == [
-        ("120/60 m4 f3", "aaa"), ("120/60 m4 f3", "bbb"), ("40/10 m4 f3", "bbb")]
+        ("120/60 m4 f3", "aaa"), ("120/60 m4 f3", "aaa"), ("120/60 m4 f3", "bbb"),
+        ("40/10 m4 f3", "aaa")]
+    assert rows[1]["options"] == ["--x", "1"] and "margin" not in rows[1]
     full = rows[0]["variants"]["full"]["test"]
     assert (full["n"], full["mean"], full["min"], full["max"]) == (2, 0.8, 0.7, 0.9)
     assert full["sd"] == pytest.approx(0.1414, abs=1e-4)
     assert rows[0]["margin"] == {"valid": 0.5, "test": 0.6}
-    assert rows[1]["margin"] == {"valid": 0.1, "test": 0.2}
+    assert rows[2]["margin"] == {"valid": 0.1, "test": 0.2}
 
 
 def test_the_readme_row_is_the_default_set_at_the_commit_recorded_last():
     rows = summarize(RUNS)
-    # the small set was recorded last, but the README quotes the default set's row
+    # runs on the small set and with options came last; the README quotes the stock row
     assert set_name(SET) == DEFAULT_SET
     assert current(RUNS, rows)["commit"] == "bbb"
     assert current(RUNS[:3], summarize(RUNS[:3]))["commit"] == "aaa"

@@ -214,14 +214,16 @@ def summarize(runs: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 def current(runs: Sequence[Dict[str, Any]], rows: Sequence[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """The summary row the README quotes: the stock command at the default options, one
-    epoch, both variants, on the generator's default set, of the commit whose run was
+    epoch, both variants, on the generator's default set, of the commit whose such run was
     recorded last (``None`` when absent)."""
-    default = DEFAULT_SET
-    for record in sorted(runs, key=lambda r: r["time_utc"], reverse=True):
+
+    def stock(r: Dict[str, Any]) -> bool:
+        return (set_name(r["set"]) == DEFAULT_SET and not r["options"] and not r["init_seed"]
+                and r["epochs"] == 1)
+
+    for record in sorted(filter(stock, runs), key=lambda r: r["time_utc"], reverse=True):
         for row in rows:
-            if (row["commit"] == record["commit"] and not row["options"]
-                    and set_name(row["set"]) == default
-                    and not row["init_seed"] and row["epochs"] == 1 and "margin" in row):
+            if row["commit"] == record["commit"] and stock(row) and "margin" in row:
                 return row
     return None
 
