@@ -1,5 +1,5 @@
 """
-The held-out document questions (issue 14) and ``parlai-docgraph heldout_eval``: the bundled
+The held-out document questions and ``parlai-docgraph heldout_eval``: the bundled
 set is valid, bad rows name file and line, zero-shot cosine leaves headroom, and the script
 gives one row per system with every choice a sentence of the question's document.
 """

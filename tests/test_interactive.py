@@ -190,6 +190,7 @@ def test_chat_without_documents_says_so_once(model_file, tmp_path, monkeypatch, 
     out = _chat(monkeypatch, capsys, ["hello", "and again", "[EXIT]"],
                 "-mf", model_file, "--datapath", str(tmp_path / "data"))
     assert out.count("no documents: replies use no knowledge") == 1
+    assert "/load" not in out  # no chat message opens a file: the note names none
     assert out.count("[Docgraph]:") == 2 and "[selected_sentence]" not in out
 
 
@@ -224,3 +225,12 @@ def test_chat_over_a_folder_retrieves_each_turns_pool(model_file, tmp_path, monk
     assert selected in ("Owls hunt at night.", "They swallow their prey whole.")
     page = html.read_text(encoding="utf-8")
     assert "Owls hunt at night." in page and "tide" not in page.lower()
+
+
+def test_unencodable_characters_of_a_turn_are_replaced_with_a_note():
+    """Issue 39: a lone surrogate in the history had the tokenizer refuse every later turn."""
+    text, note = check_user_text("tide \ud800 mill\uffff", 100)
+    assert text == "tide \ufffd mill\ufffd" and "your message: 2 characters" in note
+    text, note = check_user_text("\udc80" + "x" * 20, 10)
+    assert text == "x" * 10 and "2 characters" not in note and "1 character " in note
+    assert "only its last 10" in note

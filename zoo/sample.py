@@ -1,7 +1,6 @@
 """
 ``zoo:docgraph/sample/model``: the ``-m docgraph`` pipeline (graph selector + SmolLM2
-responder) trained on the bundled document questions ``docgraph:docqa`` (the selector; the
-responder too) and the bundled dialogues ``docgraph:sample`` (the responder).
+responder), both parts trained on the bundled document questions ``docgraph:docqa``.
 
 Nothing is downloaded: on first use the model is built offline from :data:`RECIPE` with
 ParlAI's ``train_model`` (fixed seeds; progress is logged), into
@@ -14,9 +13,10 @@ of its encoder's mean-pooled embeddings added to its logits, the encoder fine-tu
 bi-encoder too; ``--zero-shot-prior 5``: the frozen MiniLM's cosine kept beside it;
 ``--own-loss-weight 1``: the selector's own scores also trained to rank without the two
 terms) and trains for one epoch on 292 document questions; on the held-out
-document questions it is compared with MiniLM's zero-shot cosine (``parlai-docgraph heldout_eval``; README,
-"First hour"). The model replies with the generator's text (``--reply-mode generate``);
-``--reply-mode extract`` answers with the selected sentence itself.
+document questions it is compared with MiniLM's zero-shot cosine (``parlai-docgraph
+heldout_eval``; ``docs/guide/zoo.md``, "Document questions"). The model replies with the
+generator's text (``--reply-mode generate``); ``--reply-mode extract`` answers with the
+selected sentence itself.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ RECIPE = {
     "name": "docgraph-sample",
     # the seed with the best docgraph:docqa valid accuracy and MRR (know_mrr) of
     # seeds 0-4 built by this recipe: valid accuracy 0.879 / 0.895 / 0.863 / 0.871 / 0.855,
-    # MRR 0.922 / 0.936 / 0.918 / 0.921 / 0.907 (chosen by valid alone; the held-out
-    # figures of all five seeds are in the README, "First hour")
+    # MRR 0.922 / 0.936 / 0.918 / 0.921 / 0.907 (chosen by valid alone; see
+    # docs/guide/zoo.md, "Document questions")
     "seed": 1,
     # the bundled document questions the selector trains on: edited data rebuild the model
     "data": {"docqa": data_fingerprint(DOCQA)},
@@ -50,7 +50,7 @@ RECIPE = {
         # re-measured with the new questions). --own-loss-weight 1 on all 124 valid
         # questions: accuracy 0.884 against 0.882 without it and 0.867 with 3 (seeds 0-1);
         # a tie, adopted because the cross-encoder + graph part then ranks by itself
-        # (0.77 of valid alone instead of 0.35) at no extra cost (README, "First hour")
+        # (0.77 of valid alone instead of 0.35) at no extra cost (docs/guide/zoo.md)
         "-m", "docgraph/graph_selector", "-t", "docgraph:docqa", "--label-type", "chosen_sent",
         "--encoder-model", "minilm-l6", "--graph-variant", "full", "--background", "message",
         "--graph-parser", "dep", "--graph-cache", "store", "--embed-cache", "false",

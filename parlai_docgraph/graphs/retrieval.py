@@ -49,6 +49,7 @@ import numpy as np
 
 from parlai_docgraph.atomic import read_verified, write_text_atomic
 from parlai_docgraph.graphs.corpus import Pool, document_paths, language_note, parse_document
+from parlai_docgraph.textnorm import decode_text, replaced_note
 
 #: bump when the cached layout or the reader's output changes
 INDEX_FORMAT_VERSION = 1
@@ -77,6 +78,7 @@ class IndexedDocument:
     lang: str
     passages: Pool
     cached: bool = False  # read from the on-disk cache
+    replaced: int = 0  # characters that were not text, replaced (textnorm.decode_text)
 
 
 def _stemmer() -> Callable[[List[str]], List[str]]:
@@ -156,23 +158,25 @@ class DocumentIndex:
 
     def read(self, path: str) -> IndexedDocument:
         """One document (from the cache when its bytes were read before); ``OSError`` /
-        ``UnicodeDecodeError`` / ``ValueError`` name the file."""
+        ``ValueError`` name the file. Bytes that are not UTF-8 and characters no later stage
+        can encode are replaced (:func:`~parlai_docgraph.textnorm.decode_text`)."""
         data = Path(path).read_bytes()
         cache = self._cache_file(data)
         if cache is not None:
             hit = read_verified(cache, _check_cached)
             if hit is not None:
-                return IndexedDocument(path, hit["lang"], hit["passages"], cached=True)
-        text = data.decode("utf-8")
+                return IndexedDocument(path, hit["lang"], hit["passages"], cached=True,
+                                       replaced=hit["replaced"])
+        text, replaced = decode_text(data, path)
         bar = _Progress(len(text), Path(path).name, self.progress and len(text) > 200_000)
         try:
             passages, lang = parse_document(text, path, bar)
         finally:
             bar.close()
         if cache is not None:
-            write_text_atomic(cache, json.dumps({"lang": lang, "passages": passages},
-                                                ensure_ascii=False))
-        return IndexedDocument(path, lang, passages)
+            write_text_atomic(cache, json.dumps({"lang": lang, "passages": passages,
+                                                 "replaced": replaced}, ensure_ascii=False))
+        return IndexedDocument(path, lang, passages, replaced=replaced)
 
     def load(self, specs: Sequence[str]) -> List[str]:
         """
@@ -187,7 +191,9 @@ class DocumentIndex:
     def add(self, paths: Sequence[str]) -> List[str]:
         """
         Read and index the documents at ``paths`` (existing files); returns one note per
-        document that could not be used or is not English. The BM25 index is rebuilt over
+        document that could not be used, had characters replaced or is not English. A path
+        indexed before is read again and replaces its earlier version (in place); when its
+        new version cannot be used, the earlier one stays. The BM25 index is rebuilt over
         every passage.
         """
         notes: List[str] = []
@@ -196,25 +202,48 @@ class DocumentIndex:
         for path in paths:
             try:
                 doc = self.read(path)
-            except (OSError, UnicodeDecodeError, ValueError) as err:
+            except (OSError, ValueError) as err:  # UnicodeDecodeError is a ValueError
                 notes.append(f"document not used: {err}")
                 continue
-            self.documents.append(doc)
-            self.whole.extend(doc.passages)
-            self.passages.extend(window_passages(doc.passages, self.max_passage_sentences))
+            earlier = [i for i, d in enumerate(self.documents) if d.path == path]
+            if earlier:
+                self.documents[earlier[0]] = doc
+            else:
+                self.documents.append(doc)
             added += sum(len(s) for _, s in doc.passages)
+            if doc.replaced:
+                notes.append(replaced_note(path, doc.replaced))
             note = language_note(path, doc.lang)
             if note:
                 notes.append(note)
         read_s = time.perf_counter() - start
         if added:
-            self._index()
+            self._rebuild()
         self.last_pool = None
         total = time.perf_counter() - start
         self.stats = {"read_seconds": read_s, "bm25_seconds": total - read_s,
                       "index_seconds": total, "sentences": float(added),
                       "sentences_per_second": added / max(total, 1e-9)}
         return notes
+
+    def remove(self, paths: Sequence[str]) -> int:
+        """Drop the documents at ``paths`` from the index; how many were dropped."""
+        before, gone = len(self.documents), set(paths)
+        self.documents = [d for d in self.documents if d.path not in gone]
+        if len(self.documents) != before:
+            self._rebuild()
+            self.last_pool = None
+        return before - len(self.documents)
+
+    def _rebuild(self) -> None:
+        """``whole``, ``passages`` and the BM25 index from ``documents``."""
+        self.whole = [p for d in self.documents for p in d.passages]
+        self.passages = [p for d in self.documents
+                         for p in window_passages(d.passages, self.max_passage_sentences)]
+        if self.passages:
+            self._index()
+        else:
+            self._bm25 = None
 
     def _index(self) -> None:
         import bm25s
@@ -276,7 +305,7 @@ def _check_cached(body: str) -> Dict[str, Any]:
     passages = [(str(t), [str(s) for s in sents]) for t, sents in data["passages"]]
     if not passages or not isinstance(data["lang"], str):
         raise ValueError("empty cached document")
-    return {"lang": data["lang"], "passages": passages}
+    return {"lang": data["lang"], "passages": passages, "replaced": int(data.get("replaced", 0))}
 
 
 def retrieval_summary(index: DocumentIndex) -> str:

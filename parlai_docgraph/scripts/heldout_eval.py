@@ -1,7 +1,7 @@
 """
 ``parlai-docgraph heldout_eval``: sentence-selection accuracy on document questions that no
-model was trained or tuned on (issue 14: "does the default model pick the right sentence over
-documents it has never seen?").
+model was trained or tuned on: does the default model pick the right sentence over documents
+it has never seen?
 
 The bundled set (``parlai_docgraph/assets/heldout``) has 10 documents of different kinds
 (Markdown notes, two how-tos, a biography and a company history told with pronouns, two
