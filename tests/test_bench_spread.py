@@ -1,5 +1,5 @@
 """
-The ratios of ``parlai-docgraph bench`` with their spread (issue 41): alternated
+The ratios of ``parlai-docgraph bench`` with their spread: alternated
 repetitions, medians with min and max, one thread setting for both sides, and the warning
 when the spread is wider than the distance to the goal. No timing is asserted.
 """

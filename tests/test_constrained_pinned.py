@@ -1,5 +1,5 @@
 """
-Constrained path decoding pinned (issue 41): the paths and beam scores that
+Constrained path decoding pinned: the paths and beam scores that
 :class:`~parlai_docgraph.kg.constrained.GraphConstrainedLogitsProcessor` gives through
 ``GSRModel.generate_paths`` on the bundled ``docgraph:sample_kg`` turns, for the bundled
 tiny T5 and a tiny random Llama (left-padded batches), greedy and beam 5, with the Katz

@@ -58,7 +58,7 @@ def goal_note(key: str, value: Any, spread: Optional[Dict[str, Any]] = None) -> 
     return f"   ({text})"
 
 
-#: the headline ratios with goals and spreads (issue 41): (benchmark, figure, what it compares)
+#: the headline ratios with goals and spreads: (benchmark, figure, what it compares)
 RATIOS = (
     ("graphs", "graph_build_vs_spacy", "graph build (parse cache) / bare spaCy parse, speed"),
     ("selector", "selector_overhead_vs_ranking", "EGAT selector / cross-encoder, eval latency"),

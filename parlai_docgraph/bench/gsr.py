@@ -14,9 +14,9 @@ DialogGSR speed figures, registered as the ``gsr`` benchmark of ``parlai-docgrap
   :mod:`.spread`), both sides with the same threads. Measured for the bundled ``tiny`` T5
   (the constraint's overhead at its most visible: a 1.5 ms step) and, without
   ``--quick``, a randomly initialised model of T5-small's shape (what the paper runs; the
-  headline then). Until issue 41 the figure was time per step of calls of different
-  lengths with the trie built inside, which also charged the constrained side its encoder
-  pass over fewer steps.
+  headline then). Equal step counts on both sides: timing whole calls of different
+  lengths with the trie built inside also charged the constrained side its encoder pass
+  over fewer steps.
 * ``processor_ms_per_call`` -- the constrained ``LogitsProcessor`` alone, per decoding
   step of 5 beams (what the constraint adds to a step, free of model-time noise).
 * ``trie_build_ms_per_turn`` -- tokenizing the turn's candidate paths and building the

@@ -1,5 +1,5 @@
 """
-Ratios that say how sure they are (issue 41): each headline ratio of ``parlai-docgraph
+Ratios that say how sure they are: each headline ratio of ``parlai-docgraph
 bench`` is the median of at least :data:`MIN_REPS` repetitions, the two sides of a
 repetition timed back to back in alternating order (A B, B A, A B, ...), with its minimum
 and maximum, under the same thread settings for both sides (:func:`pinned_threads`).

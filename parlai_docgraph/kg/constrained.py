@@ -50,7 +50,7 @@ Fewer candidate paths than beams: ``generate`` still returns ``num_return_sequen
 sequences; the surplus ones repeat valid paths with a sequence score of about ``-1e9``
 (beam search's stand-in for ``-inf``). Drop them by ``sequences_scores`` or deduplicate.
 
-Cost per decoding step (issue 41; callgrind instruction counts on 8 sample turns of the
+Cost per decoding step (callgrind instruction counts on 8 sample turns of the
 tiny T5, beam 5: the processor was 8.4% of the free beam search's instructions, now 2.7%;
 outputs bit for bit the same). On the first step every trie is laid out once: its
 tokens, its token-sorted child ranges and the ``(1 - alpha) log p_graph`` of every node

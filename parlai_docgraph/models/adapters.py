@@ -176,7 +176,7 @@ def lora_merged(model: nn.Module) -> Iterator[None]:
     instead of three); the original weights are kept and copied back on exit, so they are
     restored bit for bit (peft's own unmerge subtracts the update again, which rounds).
 
-    Why (issue 41): in DialogGSR's beam search over SmolLM2-135M (5 beams x 2 examples, one
+    Why: in DialogGSR's beam search over SmolLM2-135M (5 beams x 2 examples, one
     token a step) the unmerged adapters of the 60 adapted projections were 7% of an
     evaluation. bf16 weights stay unmerged: rounding the update into them would change
     what the model computes, not only how.

@@ -88,7 +88,7 @@ class CausalGSRModel(GSRModel):
         once per example and repeated for its ``beams`` beams. ``generate`` would run the
         prompt through the LM once per beam (it repeats the inputs before the first forward
         pass); on the sample KG's valid split with SmolLM2-135M that repeated prompt was a
-        third of path decoding (issue 41). Positions are those ``generate`` gives left-padded
+        third of path decoding. Positions are those ``generate`` gives left-padded
         prompts (the attention mask's running count); ``generate`` then feeds the last prompt
         token and goes on from this cache.
         """

@@ -192,7 +192,7 @@ class GraphProvider:
                 unit = torch.cat([unit, unit.new_zeros(1, unit.size(1))])
             words = index["concept_node"]
             passage = torch.cat([index["node_passage"], torch.tensor([len(passages)])])
-        # what every turn over this pool reads, computed once (issue 41: recomputed per
+        # what every turn over this pool reads, computed once (recomputed per
         # turn they were a third of the graph's extra cost of an evaluation turn)
         from parlai_docgraph.graphs.concept_label import concept_label
         from parlai_docgraph.models.selector.dialog_aware import concept_sentences
