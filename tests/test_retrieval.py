@@ -59,7 +59,8 @@ def test_documents_are_files_folders_and_globs(folder: Path):
     assert any("document not found" in p and "missing.md" in p for p in problems)
     index = DocumentIndex(cache_root=None, progress=False)
     assert index.load([str(folder / "**" / "*.txt")]) == []
-    assert [t for t, _ in index.whole] == ["Lisbon trams", "Tickets"]
+    # a passage's title names its document, then its section
+    assert [t for t, _ in index.whole] == ["Lisbon trams", "Lisbon trams / Tickets"]
 
 
 def test_long_paragraphs_are_cut_into_passages():

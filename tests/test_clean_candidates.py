@@ -1,0 +1,104 @@
+"""
+Clean candidates (issue 40): plain-text headings and numbered section titles become passage
+titles, never sentences; a passage's title names its document; a quote that opens a
+sentence stays with it. The documents are written here in the style of licence texts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from parlai_docgraph.graphs.corpus import document_passages, read_document
+from parlai_docgraph.nlp import rejoin_quotes, split_sentences
+
+LICENCE = """\
+Harbour Public Licence
+Version 1.1, March 2024
+
+TERMS AND CONDITIONS FOR USE AND SHARING
+
+1. Definitions.
+
+"Licence" means the terms of this document. "Source" form means the form in which changes are made. "Object" form means any form made from the Source form by a machine.
+
+4. Trademarks. This Licence gives no right to use the names or marks of the Licensor. Names may be used only to say where the Work came from.
+
+7. Accepting Support or Extra Duties. When you share the Work, you may offer support for a fee. You act only on your own behalf.
+
+Section 3.2 Sharing the Object Form
+If you share the Work in Object form, you must also offer its Source form.
+
+5. Terms
+--------
+
+5.1. "Contributor"
+    means each person who adds to the Work.
+
+5.2. "Work"
+    means the software under this Licence.
+"""
+
+RECIPE = """\
+# Pancakes
+
+1. Whisk the eggs.
+2. Stir.
+3. Rest the batter for ten minutes.
+
+Serve them warm. Keep the rest in the fridge.
+"""
+
+
+def sentences_of(pool):
+    return [s for _, ss in pool for s in ss]
+
+
+def test_headings_in_plain_text_are_titles_not_sentences():
+    pool = document_passages(LICENCE, "harbour")
+    sents = sentences_of(pool)
+    for heading in ("TERMS AND CONDITIONS FOR USE AND SHARING", "Definitions.", "Trademarks.",
+                    "Accepting Support or Extra Duties.", "Terms", "--------",
+                    "Section 3.2 Sharing the Object Form"):
+        assert not any(s.startswith(heading) for s in sents), (heading, sents)
+    titles = {t for t, _ in pool}
+    assert titles >= {"Harbour Public Licence / 1. Definitions",
+                      "Harbour Public Licence / 4. Trademarks",
+                      "Harbour Public Licence / 7. Accepting Support or Extra Duties",
+                      "Harbour Public Licence / Section 3.2 Sharing the Object Form",
+                      "Harbour Public Licence / 5. Terms"}, titles
+    title_of = {s: t for t, ss in pool for s in ss}
+    assert title_of["This Licence gives no right to use the names or marks of the Licensor."] \
+        == "Harbour Public Licence / 4. Trademarks"
+    # a numbered definition keeps its term with its indented text
+    assert '"Contributor" means each person who adds to the Work.' in sents
+    assert "If you share the Work in Object form, you must also offer its Source form." in sents
+
+
+def test_quotes_stay_with_their_sentence():
+    sents = sentences_of(document_passages(LICENCE, "harbour"))
+    assert '"Source" form means the form in which changes are made.' in sents
+    assert '"Object" form means any form made from the Source form by a machine.' in sents
+    assert not any(s.endswith('"') and s.count('"') % 2 for s in sents), sents
+    assert split_sentences('He said "Stop." Then he left.') == ['He said "Stop."',
+                                                                 "Then he left."]
+    assert rejoin_quotes(["It ends here. \u201c", "Next one.\u201d Done."]) == [
+        "It ends here.", "\u201cNext one.\u201d Done."]
+
+
+def test_numbered_lists_and_markdown_are_unchanged(tmp_path: Path):
+    pool = document_passages(RECIPE, "pancakes")
+    assert pool == [("Pancakes", ["Whisk the eggs.", "Stir.",
+                                  "Rest the batter for ten minutes."]),
+                    ("Pancakes", ["Serve them warm.", "Keep the rest in the fridge."])]
+    path = tmp_path / "faq.md"
+    path.write_text("# Kettle FAQ\n\n## Cleaning\n\nDescale it monthly.\n", encoding="utf-8")
+    assert read_document(str(path)) == [("Kettle FAQ / Cleaning", ["Descale it monthly."])]
+
+
+def test_bundled_documents_keep_every_sentence():
+    """The rules change no sentence of the bundled documents (their answers stay found)."""
+    from parlai_docgraph.tasks.docgraph.docqa import DOCQA, HELDOUT, load_questions
+
+    for folder in (DOCQA, HELDOUT):
+        questions = load_questions(folder)
+        assert all(q.gold.endswith(q.answer) for q in questions)
