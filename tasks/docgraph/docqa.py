@@ -64,13 +64,15 @@ class Question:
     passages: Passages
     gold: str
     answer: str
+    span: str = ""  # the part of the answer that answers the question ("" when not given)
 
 
 def load_questions(folder: "str | Path" = HELDOUT) -> List[Question]:
     """
     The questions of ``folder/questions.jsonl`` with their documents. A row that is not a
     JSON object with :data:`FIELDS`, names a missing document or gives an answer that is not
-    exactly one sentence of its document raises ``ValueError`` naming file and line.
+    exactly one sentence of its document, or a ``span`` that is not a part of the answer,
+    raises ``ValueError`` naming file and line.
     """
     folder = Path(folder)
     path = folder / "questions.jsonl"
@@ -92,7 +94,10 @@ def load_questions(folder: "str | Path" = HELDOUT) -> List[Question]:
         if len(lines) != 1:
             raise ValueError(f"{where}: the answer is not one sentence of {name} "
                              f"({len(lines)} matches): {row['answer']!r}")
-        out.append(Question(name, row["question"], docs[name], lines[0], row["answer"]))
+        span = row.get("span", "")
+        if not isinstance(span, str) or span not in row["answer"]:
+            raise ValueError(f"{where}: span {span!r} is not a part of the answer sentence")
+        out.append(Question(name, row["question"], docs[name], lines[0], row["answer"], span))
     if not out:
         raise ValueError(f"{path}: no questions")
     return out
