@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, Set
 
 from parlai_docgraph.nlp import english_stop_words
 
@@ -55,6 +55,14 @@ def knowledge_f1(reply: str, knowledge: str) -> float:
     if not words(knowledge):
         return 0.0
     return float(F1Metric.compute(reply, [knowledge]).value())
+
+
+def content_stems(text: str) -> Set[str]:
+    """The Snowball stems of the content words of ``text`` (:func:`words` without stop
+    words and contraction pieces)."""
+    stem = _stemmer().stem
+    stops = english_stop_words() | CONTRACTION_PIECES
+    return {stem(w) for w in words(text) if w not in stops}
 
 
 def unsupported_words(reply: str, sources: Sequence[str]) -> List[str]:

@@ -47,7 +47,7 @@ def docs(tmp_path) -> List[str]:
 # ------------------------------------------------------------------ documents
 def test_paragraphs_are_passages_and_headings_titles(docs):
     passages = read_document(docs[0])
-    assert [t for t, _ in passages] == ["Tide mills", "Eling"]
+    assert [t for t, _ in passages] == ["Tide mills", "Tide mills / Eling"]
     assert passages[0][1] == [
         "A tide mill stores sea water behind a dam at high tide.",
         "The water is released through a wheel as the tide falls, so the mill can grind "
@@ -66,7 +66,7 @@ def test_list_items_are_sentences_without_markers(tmp_path):
     path.write_text("# Pool\n\n## Hours\n\n- Monday: opens at 6:30.\n* Sunday: closed\n"
                     "  on public holidays.\n1. Lane 1 is for slow swimmers. Lane 2 is not.\n"
                     "Plain text after the list.\n", encoding="utf-8")
-    assert read_document(str(path)) == [("Hours", [
+    assert read_document(str(path)) == [("Pool / Hours", [
         "Monday: opens at 6:30.", "Sunday: closed on public holidays.",
         "Lane 1 is for slow swimmers.", "Lane 2 is not.", "Plain text after the list."])]
 
@@ -132,6 +132,7 @@ def test_chat_over_documents_with_bad_input_and_graph(model_file, docs, tmp_path
     assert all(s in sentences for s in shown), shown
     assert out.count("[top_concepts]:") == 4
     assert "document not found" in out and "missing.txt" in out
+    assert "retriever hybrid" in out  # the default --retriever, said with the index summary
     assert "empty message" in out
     assert "only its last 2000 are used" in out
     # the long turn overflows what the generator reads: capped, and said once
@@ -143,6 +144,26 @@ def test_chat_over_documents_with_bad_input_and_graph(model_file, docs, tmp_path
     page = html.read_text(encoding="utf-8")
     assert "who is root?" in page  # the last turn's graph
     assert 'class="node selected' in page
+
+
+def test_the_retriever_embeds_with_the_selectors_frozen_encoder(model_file, docs, tmp_path):
+    """``--retriever`` dense / hybrid read the selector's frozen node encoder (the graphs
+    layer gets it from the agent); bm25 loads no encoder."""
+    from parlai.core.agents import create_agent_from_model_file, create_agent_from_shared
+
+    for kind in ("hybrid", "dense", "bm25"):
+        agent = create_agent_from_model_file(model_file, {
+            "interactive_mode": True, "documents": docs, "retriever": kind,
+            "datapath": str(tmp_path / "data")})
+        retriever = agent.index.retriever
+        assert retriever.name == kind and retriever.ready
+        if kind != "bm25":
+            dense = getattr(retriever, "dense", retriever)
+            assert dense.embedder.encoder is agent.selector.graphs.node_encoder
+            assert dense.stats["sentences"] == agent.index.num_sentences
+        copy = create_agent_from_shared(agent.share())
+        assert copy.index.retriever is retriever  # a web session shares the index
+        agent.shutdown()
 
 
 def test_extract_reply_mode_answers_with_the_selected_sentence(model_file, docs, tmp_path,

