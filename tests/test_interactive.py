@@ -166,6 +166,32 @@ def test_the_retriever_embeds_with_the_selectors_frozen_encoder(model_file, docs
         agent.shutdown()
 
 
+def test_a_reply_that_drops_the_answer_is_the_selected_sentence(model_file, docs, tmp_path):
+    """``--reply-keeps-answer`` (default): the tiny random GPT-2's text leaves out the
+    sentence's words, so the reply is the selected sentence, the generated text and the
+    dropped words kept beside it; without the check the reply is the generated text."""
+    from parlai.core.agents import create_agent_from_model_file
+
+    from parlai_docgraph.reply_quality import dropped_words
+
+    question = "how does a tide mill work?"
+    for keeps in (True, False):
+        agent = create_agent_from_model_file(model_file, {
+            "interactive_mode": True, "documents": [docs[0]], "reply_mode": "generate",
+            "reply_keeps_answer": keeps, "datapath": str(tmp_path / "data")})
+        agent.observe({"text": question, "episode_done": False})
+        reply = agent.act()
+        selected, generated = reply["selected_sentence"], reply.get("generated_text")
+        if keeps:
+            assert reply["text"] == selected and generated and generated != selected
+            assert reply["answer_dropped"] == dropped_words(generated, selected, question)
+            assert reply["answer_dropped"]
+        else:
+            assert "answer_dropped" not in reply and generated is None
+            assert dropped_words(reply["text"], selected, question)  # it did drop words
+        agent.shutdown()
+
+
 def test_extract_reply_mode_answers_with_the_selected_sentence(model_file, docs, tmp_path,
                                                               monkeypatch, capsys):
     """``--reply-mode extract``: each reply is exactly the turn's selected sentence."""

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from parlai_docgraph.reply_quality import (
-    distinct, knowledge_f1, repeats_phrase, score_reply, summarise, unsupported_words,
+    distinct, dropped_words, keeps_span, knowledge_f1, repeats_phrase, score_reply, summarise,
+    unsupported_words,
 )
 
 KNOWLEDGE = "If you bring the boat back late, you pay for a full extra hour."
@@ -57,6 +58,34 @@ def test_summary_shares_and_worst():
         summarise([])
 
 
+WHY = ("The wealthy families moved to the hill on the north side of the town because the "
+       "river flooded the lower streets every spring.")
+
+
+def test_answer_span_kept_and_dropped_words():
+    """Issue 40's reply: 'Why did the wealthy families move?' answered without the reason."""
+    short = "The wealthy families moved to the hill on the north side of the town."
+    span = "because the river flooded the lower streets every spring"
+    assert keeps_span(WHY, span) and not keeps_span(short, span)
+    assert keeps_span("It floods, because THE river flooded the lower streets every spring!",
+                      span)  # ParlAI's normalisation: case and punctuation do not count
+    assert not keeps_span("the river flooded", "")
+    question = "Why did the wealthy families move?"
+    assert dropped_words(short, WHY, question) == ["river", "flooded", "lower", "streets",
+                                                   "spring"]
+    assert dropped_words(WHY, WHY, question) == []
+    # words the question already says may go; a reworded reply keeps the stems it needs
+    assert dropped_words("They moved up the hill on the town's north side because the river "
+                         "floods the lower streets each spring.", WHY, question) == []
+    kept = score_reply(WHY, question, [], WHY, WHY, span=span)
+    lost = score_reply(short, question, [], WHY, WHY, span=span)
+    other = score_reply(short, question, [], WHY, "The hill was quiet.", span=span)
+    assert (kept.answer_kept, lost.answer_kept, other.answer_kept) == (True, False, None)
+    got = summarise([kept, lost, other, score_reply(WHY, question, [], WHY, WHY)])
+    assert got["answer_kept_n"] == 2 and got["answer_kept_share"] == 0.5
+    assert [d["reply"] for d in got["answer_dropped"]] == [short]
+
+
 def test_script_rows_on_the_standin(zoo_datapath, tmp_path):
     """The script's rows over the zoo stand-in: extract replies are the selected sentence
     (knowledge F1 1 against it), each row has every figure, the table is made from them."""
@@ -66,8 +95,16 @@ def test_script_rows_on_the_standin(zoo_datapath, tmp_path):
     got = ReplyEval.main("--datapath", str(zoo_datapath), "--num-questions", "4",
                          "--out", str(out))
     data = json.loads(out.read_text(encoding="utf-8"))
-    assert set(got) == set(data["systems"]) == {"extract (zoo model)", "generate (zoo model)"}
+    assert set(got) == set(data["systems"]) == {
+        "extract (zoo model)", "generate (zoo model)",
+        "generate (zoo model), before the answer check"}
     extract = data["systems"]["extract (zoo model)"]
+    generate = data["systems"]["generate (zoo model)"]
+    # the held-out questions give their answer spans: every selection that holds its span
+    # is counted, and the answer check leaves no such reply without it
+    assert generate["answer_kept_n"] == extract["answer_kept_n"] > 0
+    assert extract["answer_kept_share"] == 1.0 and generate["answer_kept_share"] == 1.0
+    assert 0.0 <= generate["answer_check_share"] <= 1.0
     assert extract["kf1_selected"] == 1.0 and extract["unsupported_share"] == 0.0
     assert len(extract["replies_text"]) == data["questions"] == 4
     assert data["meta"]["commit"] is not None or data["meta"]["command"]

@@ -8,7 +8,10 @@
    evaluation);
 2. the responder writes the reply from ``[selected sentence; context]``; with
    ``--reply-mode extract`` the reply is the selected sentence itself (the offline zoo
-   model's setting: a grounded answer where no fluent generator is installed).
+   model's setting: a grounded answer where no fluent generator is installed); with
+   ``--reply-keeps-answer`` (default) a generated reply that left out part of the selected
+   sentence the user did not say already (the "why", the "how much") is replaced by the
+   sentence (:func:`~parlai_docgraph.reply_quality.dropped_words`).
 
 Training (one ``train_model`` run trains both, the standard pipeline setup): each part
 learns from gold supervision only. The selector from the gold sentence (Eq. 6-8), the
@@ -48,6 +51,8 @@ from parlai_docgraph.agents.pipeline.args import (
     add_part_args, add_pipeline_args, document_retriever,
 )
 from parlai_docgraph.graphs.render import write_turn_graph
+from parlai_docgraph.models.selector.prior import last_turn
+from parlai_docgraph.reply_quality import dropped_words
 from parlai_docgraph.agents.pipeline.messages import (
     LOAD_REFUSED, check_user_text, merge_metrics, part_opt, part_overrides, read_selection,
     selector_message,
@@ -312,6 +317,14 @@ class DocgraphAgent(Agent):
                     and sel["sentence"] != NO_PASSAGE:
                 reply["generated_text"] = reply.get("text")
                 reply.force_set("text", sel["sentence"])
+            elif not training and self.opt["reply_keeps_answer"] and reply.get("text") \
+                    and sel["sentence"] != NO_PASSAGE:
+                dropped = dropped_words(reply["text"], sel["sentence"],
+                                        last_turn(raw.get("text") or ""))
+                if dropped:  # the reply lost part of the answer: the sentence itself
+                    reply["generated_text"] = reply["text"]
+                    reply["answer_dropped"] = dropped
+                    reply.force_set("text", sel["sentence"])
             if raw.get("knowledge_passages") is not None or raw.get("knowledge"):
                 reply["selected_title"] = sel["title"]
                 reply["selected_sentence"] = sel["sentence"]

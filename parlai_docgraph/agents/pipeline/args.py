@@ -107,6 +107,12 @@ def add_pipeline_args(parser: ParlaiParser) -> None:
         "with a real LM (--responder-model) use 'generate'. Without a selected "
         "sentence (no_passages_used) the generated text is the reply")
     group.add_argument(
+        "--reply-keeps-answer", type="bool", default=True,
+        help="generate: a reply that leaves out a content word of the selected sentence "
+        "that the user's turn does not hold (the 'why', the 'how much') is replaced by "
+        "the selected sentence itself (the generated text kept in 'generated_text', the "
+        "words it dropped in 'answer_dropped')")
+    group.add_argument(
         "--interactive-max-chars", type=int, default=2000,
         help="interactive: a longer user turn keeps its last N characters (and says so)")
 
