@@ -102,3 +102,20 @@ def test_bundled_documents_keep_every_sentence():
     for folder in (DOCQA, HELDOUT):
         questions = load_questions(folder)
         assert all(q.gold.endswith(q.answer) for q in questions)
+
+
+def test_a_question_that_names_a_document_prefers_its_lines():
+    """The candidate line ``"{title} {sentence}"`` names its document, so the encoder that
+    ranks candidates reads which document a sentence comes from: of two near-duplicate
+    sentences, the one of the document the question names is ranked higher (MiniLM cosine,
+    the zoo selector's zero-shot term)."""
+    from parlai_docgraph.scripts.heldout_eval import cosine_ranker
+
+    gym = document_passages("# Oakfield gym rules, winter timetable\n\n## Pool\n\n"
+                            "The pool closes at nine in the evening.\n", "winter")
+    summer = document_passages("# Oakfield gym rules, summer timetable\n\n## Pool\n\n"
+                               "The pool closes at ten in the evening.\n", "summer")
+    rank = cosine_ranker("minilm-l6")
+    for season, pool in (("winter", gym), ("summer", summer)):
+        best = rank(gym + summer, f"In the {season} timetable, when does the pool close?")[0]
+        assert best == f"{pool[0][0]} {pool[0][1][0]}", (season, best)

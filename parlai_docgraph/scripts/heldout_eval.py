@@ -180,16 +180,28 @@ def result_table(data: Dict[str, Any]) -> str:
     rows = [(name, {s: figures["accuracy" + ("" if s == "document" else f"_{s}")]
                     for s in data["settings"]})
             for name, figures in data["systems"].items()]
-    return table(rows, len(data["questions"]), data["documents"], data["retrieval_recall"])
+    para = data.get("paraphrased") or []
+    return table(rows, len(data["questions"]), data["documents"], data["retrieval_recall"],
+                 data.get("retriever", "bm25"), data.get("retrieval_recall_paraphrased"),
+                 sum(para))
 
 
 def table(rows: Sequence[Tuple[str, Dict[str, float]]], n: int, docs: int,
-          recall: Optional[float] = None) -> str:
-    """The Markdown table of ``(system, {setting: accuracy})`` rows."""
+          recall: Optional[float] = None, retriever: str = "bm25",
+          recall_paraphrased: Optional[float] = None, paraphrased: int = 0) -> str:
+    """The Markdown table of ``(system, {setting: accuracy})`` rows; ``recall`` (and on the
+    ``paraphrased`` questions that share no content word with their answer,
+    ``recall_paraphrased``) of the ``retriever`` of the all-documents setting."""
     settings = list(rows[0][1]) if rows else []
+    retrieval = ""
+    if recall is not None:
+        retrieval = f" ({retriever} retrieval, recall {recall:.3f}"
+        if recall_paraphrased is not None:
+            retrieval += (f"; {recall_paraphrased:.3f} on the {paraphrased} questions that "
+                          "share no content word with their answer")
+        retrieval += ")"
     names = {"document": "own document",
-             "all_documents": f"all {docs} documents at once"
-             + (f" (retrieval recall {recall:.3f})" if recall is not None else "")}
+             "all_documents": f"all {docs} documents at once{retrieval}"}
     out = [f"| system ({n} questions) | " + " | ".join(names[s] for s in settings) + " |",
            "|---" * (len(settings) + 1) + "|"]
     out += [f"| {name} | " + " | ".join(f"{acc[s]:.3f}" for s in settings) + " |"
@@ -280,24 +292,19 @@ class HeldoutEval(ParlaiScript):
                 detail[name].update({f"accuracy{key}": acc, f"chosen{key}": chosen})
             rows.append((name, accs))
         docs = len({q.document for q in questions})
-        text = table(rows, len(questions), docs, recall)
+        para_found = [f for f, p in zip(found, para) if p]
+        recall_para = sum(para_found) / len(para_found) if para_found else None
+        text = table(rows, len(questions), docs, recall, opt["retriever"], recall_para,
+                     sum(para))
         print(text)  # the script's output: the table
-        if found:
-            para_found = [f for f, p in zip(found, para) if p]
-            print(f"retrieval ({opt['retriever']}, {opt['retrieval_sentences']} sentences): "
-                  f"recall {recall:.3f}; on the {len(para_found)} questions that share no "
-                  "content word with their answer "
-                  + (f"{sum(para_found) / len(para_found):.3f}" if para_found else "n/a"))
         if opt.get("out"):
-            para_found = [f for f, p in zip(found, para) if p]
             write_text_atomic(opt["out"], json.dumps(
                 {"meta": run_record(), "question_set": opt["fold"] or question_set(folder),
                  "documents": docs, "settings": settings,
                  "questions": [q.question for q in questions],
                  "gold": [q.gold for q in questions], "paraphrased": para,
                  "retrieval_recall": recall, "retrieval_found": found,
-                 "retrieval_recall_paraphrased":
-                     sum(para_found) / len(para_found) if para_found else None,
+                 "retrieval_recall_paraphrased": recall_para,
                  "retriever": opt["retriever"], "rrf_k": opt["rrf_k"],
                  "retrieval_sentences": opt["retrieval_sentences"], "systems": detail},
                 indent=1))

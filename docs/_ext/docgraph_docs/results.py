@@ -210,7 +210,10 @@ def _heldout_page(data: Dict[str, Any], img: Path) -> str:
     for setting in data["settings"]:
         suffix = "" if setting == "document" else f"_{setting}"
         series[setting.replace("_", " ")] = [data["systems"][n]["accuracy" + suffix] for n in names]
-    plot = _grouped_bars(img / "heldout_accuracy.png", names, series, "selection accuracy",
+    qset = data.get("question_set", "heldout")
+    plot = _grouped_bars(img / ("heldout_accuracy.png" if qset == "heldout"
+                                else f"heldout_accuracy_{qset}.png"),
+                         names, series, "selection accuracy",
                          f"Held-out document questions ({len(data['questions'])})")
     return result_table(data) + "\n\n" + plot
 
@@ -401,6 +404,8 @@ def results_page(files: Dict[str, Dict[str, Any]], img: Path) -> str:
         title = kind.title
         if kind.name == "replies":
             title += f", {data['fold']} questions"
+        elif kind.name == "heldout" and data.get("question_set", "heldout") != "heldout":
+            title += f", set {data['question_set']}"
         elif kind.name == "other":
             title = Path(name).stem.replace("_", " ").capitalize()
         out += [f"## {title}", "", run_record(name, data), "", kind.page(data, img), ""]
@@ -428,14 +433,29 @@ def _summary_rows(files: Dict[str, Dict[str, Any]]) -> List[Tuple[str, str, str]
             figure = f"selection accuracy {systems[zoo]['accuracy']:.3f}"
             if other:
                 figure += f" (zero-shot baseline {systems[other[0]]['accuracy']:.3f})"
-            rows.append(("Knowledge selection on documents no model saw "
-                         f"(`{ZOO}`, {len(data['questions'])} questions)", figure, name))
+            if "accuracy_all_documents" in systems[zoo]:
+                figure += (f"; all {data['documents']} documents at once "
+                           f"{systems[zoo]['accuracy_all_documents']:.3f}, retrieval recall "
+                           f"{data['retrieval_recall']:.3f}")
+                if data.get("retrieval_recall_paraphrased") is not None:
+                    figure += (f" ({data['retrieval_recall_paraphrased']:.3f} where the question "
+                               "shares no content word with its answer)")
+            what = ("Knowledge selection on documents no model saw "
+                    f"(`{ZOO}`, {len(data['questions'])} questions)")
+            if data.get("question_set", "heldout") != "heldout":
+                what = (f"Knowledge selection over collections of near-duplicate documents "
+                        f"(`{ZOO}`, {len(data['questions'])} questions, set "
+                        f"`{data['question_set']}`)")
+            rows.append((what, figure, name))
         elif kind.name == "replies" and data["fold"] == "test" and REPLY_SYSTEM in data["systems"]:
             s = data["systems"][REPLY_SYSTEM]
+            figure = (f"knowledge F1 {s['kf1_selected']:.3f} against the selected sentence, "
+                      f"{s['unsupported_share']:.1%} with unsupported words")
+            if s.get("answer_kept_share") is not None:
+                figure += (f", answer span kept in {s['answer_kept_share']:.1%} of "
+                           f"{s['answer_kept_n']}")
             rows.append((f"Grounded replies of the zoo model ({data['questions']} held-out "
-                         "questions)", f"knowledge F1 {s['kf1_selected']:.3f} against the "
-                         f"selected sentence, {s['unsupported_share']:.1%} with unsupported "
-                         "words", name))
+                         "questions)", figure, name))
         elif kind.name == "long_documents":
             r = data["long_documents"]
             big = r["sizes"][r["largest"]]
