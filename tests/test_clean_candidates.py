@@ -119,3 +119,27 @@ def test_a_question_that_names_a_document_prefers_its_lines():
     for season, pool in (("winter", gym), ("summer", summer)):
         best = rank(gym + summer, f"In the {season} timetable, when does the pool close?")[0]
         assert best == f"{pool[0][0]} {pool[0][1][0]}", (season, best)
+
+
+def test_the_documents_a_turn_names():
+    """``--named-document-boost``'s rule: a turn names a document with a word of its title
+    that the other documents' titles do not all have."""
+    from parlai_docgraph.graphs.knowledge_lines import (
+        NO_PASSAGE, candidate_titles, named_documents,
+    )
+
+    titles = ["Library Lending Policy, 2023 Edition / Fines",
+              "Library Lending Policy, 2025 Edition / Fines",
+              "Library Lending Policy, 2025 Edition", "Dustra R7 robot vacuum / Charging",
+              NO_PASSAGE]
+    assert named_documents("Under the 2025 rules, is a late book fined?", titles) == [
+        False, True, True, False, False]
+    assert named_documents("How long does the R7 take to charge?", titles) == [
+        False, False, False, True, False]
+    # words every document's title has ("policy" here) name none of them
+    assert named_documents("What does the policy say about fines?", titles[:3]) == [
+        False] * 3
+    assert named_documents("2025?", titles[1:3]) == [False, False]  # one document only
+    pool = [("Doc A / Part", ["One.", "Two."]), ("Doc B", ["Three."])]
+    assert candidate_titles(pool, ["Doc A / Part Two.", "Doc B Three.", "x"]) == [
+        "Doc A / Part", "Doc B", NO_PASSAGE]

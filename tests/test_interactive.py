@@ -192,6 +192,29 @@ def test_a_reply_that_drops_the_answer_is_the_selected_sentence(model_file, docs
         agent.shutdown()
 
 
+def test_a_named_document_is_preferred(model_file, tmp_path):
+    """``--named-document-boost b``: the candidates of the document the turn names gain b,
+    every other score is unchanged; the pipeline passes its own value to the selector."""
+    from parlai.core.agents import create_agent_from_model_file
+
+    agent = create_agent_from_model_file(model_file, {
+        "interactive_mode": True, "named_document_boost": 50.0,
+        "datapath": str(tmp_path / "data")})
+    selector = agent.selector
+    assert selector.opt["named_document_boost"] == 50.0
+    pool = [("Pool rules, winter timetable / Hours", ["The pool closes at nine."]),
+            ("Pool rules, summer timetable / Hours", ["The pool closes at ten."])]
+    question = "In summer, when does the pool close?"
+    boosted = selector.select(pool, question)
+    assert boosted["sentence"] == "Pool rules, summer timetable / Hours The pool closes at ten."
+    selector.opt["named_document_boost"] = 0.0
+    plain = selector.select(pool, question)["scores"]
+    for line, score in boosted["scores"].items():
+        assert score == pytest.approx(plain[line] + (50.0 if "summer" in line else 0.0),
+                                      abs=1e-4)
+    agent.shutdown()
+
+
 def test_extract_reply_mode_answers_with_the_selected_sentence(model_file, docs, tmp_path,
                                                               monkeypatch, capsys):
     """``--reply-mode extract``: each reply is exactly the turn's selected sentence."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 import os
+from functools import lru_cache
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -48,6 +49,7 @@ BM25_METHOD, BM25_K1, BM25_B = "lucene", 1.5, 0.75
 Lines = List[str]
 
 
+@lru_cache(maxsize=1)
 def _stemmer() -> Callable[[List[str]], List[str]]:
     from nltk.stem.snowball import SnowballStemmer
 
