@@ -69,16 +69,22 @@ def content_stems(text: str) -> Set[str]:
     return {stem(w) for w in words(text) if w not in stops}
 
 
-def unsupported_words(reply: str, sources: Sequence[str]) -> List[str]:
-    """The reply's content words whose stem none of ``sources`` contains (in reply order)."""
+def _content_words_outside(text: str, known: Set[str]) -> List[str]:
+    """The content words of ``text`` whose Snowball stem is not in ``known``, each once, in
+    order."""
     stem = _stemmer().stem
-    known = {stem(w) for s in sources for w in words(s)}
     stops = english_stop_words() | CONTRACTION_PIECES
     out: List[str] = []
-    for w in words(reply):
+    for w in words(text):
         if w not in stops and stem(w) not in known and w not in out:
             out.append(w)
     return out
+
+
+def unsupported_words(reply: str, sources: Sequence[str]) -> List[str]:
+    """The reply's content words whose stem none of ``sources`` contains (in reply order)."""
+    stem = _stemmer().stem
+    return _content_words_outside(reply, {stem(w) for s in sources for w in words(s)})
 
 
 def dropped_words(reply: str, selected: str, question: str) -> List[str]:
@@ -88,14 +94,7 @@ def dropped_words(reply: str, selected: str, question: str) -> List[str]:
     sentence left out of what the question did not already say (the "why", the "how
     much"). The pipeline's ``--reply-keeps-answer`` replies with the sentence itself then.
     """
-    stem = _stemmer().stem
-    known = content_stems(question) | content_stems(reply)
-    stops = english_stop_words() | CONTRACTION_PIECES
-    out: List[str] = []
-    for w in words(selected):
-        if w not in stops and stem(w) not in known and w not in out:
-            out.append(w)
-    return out
+    return _content_words_outside(selected, content_stems(question) | content_stems(reply))
 
 
 def keeps_span(reply: str, span: str) -> bool:
