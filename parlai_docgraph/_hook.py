@@ -5,7 +5,7 @@ ParlAI resolves ``-m docgraph``, ``-t docgraph:sample`` and ``zoo:docgraph/...``
 importing ``parlai.agents.docgraph``, ``parlai.tasks.docgraph`` and
 ``parlai.zoo.docgraph``. Those packages do not exist inside ParlAI, and its
 ``parlai.agents`` / ``parlai.tasks`` / ``parlai.zoo`` are regular packages that cannot be
-extended from outside. ``parlai_docgraph-hook.pth`` (installed into site-packages by
+extended from outside. ``parlai_docgraph_hook.pth`` (installed into site-packages by
 ``setup.py``) calls :func:`install` at interpreter start-up; the finder it registers
 
 * aliases those three names (and every submodule) onto this package, returning the

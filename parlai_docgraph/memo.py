@@ -2,13 +2,14 @@
 :class:`LRUMemo`: the one bounded in-process memo of the package (standard library only).
 
 The graph selector's pools, the teachers' attached graphs, the dependency parser's
-sentences and the embedding cache's states all keep their recent items in one of these.
+sentences, the embedding cache's states, the sentence splitter's texts and the knowledge
+graphs of triple files all keep their recent items in one of these.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Generic, Hashable, Optional, TypeVar
+from typing import Callable, Generic, Hashable, Optional, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -44,6 +45,11 @@ class LRUMemo(Generic[K, V]):
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
         return value
+
+    def get_or_make(self, key: K, make: Callable[[], V]) -> V:
+        """The value of ``key``; on a miss, ``make()``'s value, remembered."""
+        value = self.get(key)
+        return self.put(key, make()) if value is None else value
 
     def __contains__(self, key: object) -> bool:
         return key in self._items

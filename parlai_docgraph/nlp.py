@@ -24,7 +24,9 @@ The package's one spaCy loader and one sentence splitter.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
+
+from parlai_docgraph.memo import LRUMemo
 
 #: Tried in order when no model is named; the first installed one is used.
 MODEL_CANDIDATES: Tuple[str, ...] = (
@@ -194,17 +196,16 @@ def language_name(code: str) -> str:
 
 class SentenceSplitter:
     """
-    :func:`sentences` with a fixed pipeline and a cache keyed by the text (chats about
-    the same movie share their documents).
+    :func:`sentences` with a fixed pipeline and a memo of the last ``memo_size`` texts
+    (chats about the same movie share their documents).
     """
 
-    def __init__(self, model: str = RULE_BASED, exclude: Sequence[str] = ()) -> None:
+    def __init__(self, model: str = RULE_BASED, exclude: Sequence[str] = (),
+                 memo_size: int = 4096) -> None:
         self.model = model
         self.exclude = tuple(exclude)
-        self._cache: Dict[str, List[str]] = {}
+        self._memo: LRUMemo[str, List[str]] = LRUMemo(memo_size)
 
     def __call__(self, text: str) -> List[str]:
-        hit = self._cache.get(text)
-        if hit is None:
-            hit = self._cache[text] = sentences(text, self.model, self.exclude)
-        return list(hit)
+        return list(self._memo.get_or_make(
+            text, lambda: sentences(text, self.model, self.exclude)))

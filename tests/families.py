@@ -235,12 +235,13 @@ def tiny_responder(source: str):
     """``(Responder, tokenizer)`` of ``source`` ('tiny': the bundled GPT-2, or a
     :func:`make_tiny_lm` directory), seeded random weights, in eval mode."""
     from parlai_docgraph.models.responder.model import (
-        Responder, load_causal_lm, load_responder_tokenizer, special_ids,
+        Responder, load_causal_lm, load_responder_tokenizer,
     )
 
     tok = load_responder_tokenizer(source)
-    eos, pad = special_ids(tok)
-    return Responder(load_causal_lm(source, seed=0).eval(), eos, pad), tok
+    # a tokenizer without a pad token (GPT-2): EOS stands in (Responder's default)
+    return Responder(load_causal_lm(source, seed=0).eval(), tok.eos_token_id,
+                     tok.pad_token_id), tok
 
 
 def make_all(root: Path, families=FAMILIES) -> Dict[str, Path]:

@@ -1,36 +1,81 @@
 """
 The one-path claims of ``docs/architecture.md`` as checks (beside the layer test), read from
-the source with :mod:`ast`, nothing imported:
+the source with :mod:`ast`, nothing imported, over the whole package (``parlai_docgraph/``
+with ``bench/`` and ``scripts/``, ``tasks/``, ``zoo/``):
 
 - graphs are built only by ``GraphFactory`` (the builders are called nowhere else);
-- JSON data files are read only through ``parlai_docgraph/jsonio.py``;
+- JSON is read only through ``parlai_docgraph/jsonio.py``: no ``json.load`` elsewhere, and a
+  ``json.loads`` elsewhere only of text that is not a file (each listed with its reason);
+- Hugging Face models and tokenizers are loaded or built only by ``models/hub.py``
+  (``from_pretrained`` / ``from_config`` calls, or a ``transformers`` model class called
+  directly), and by the one GGUF conversion of ``models/gguf.py``;
+- in-process memos are ``LRUMemo``: ``functools.lru_cache`` / ``cache`` only on the listed
+  loaders of process-wide resources, and no dict named as a cache or memo;
 - spaCy is imported only by ``parlai_docgraph/nlp.py``.
 
-Each rule names the few modules it exempts, with the reason; a checker test plants a
-violation to show the rule can fail.
+Each rule names the few places it exempts, with the reason; a checker test plants a
+violation of each to show the rule can fail.
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, Iterator, List, Set, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = (ROOT / "parlai_docgraph", ROOT / "tasks", ROOT / "zoo")
 
 BUILDERS = {"build_document_graph", "build_multilevel_graph", "extend_document_graph"}
-#: modules that may call a graph builder: the factory, the builders themselves (an extension
-#: rebuilds), and the benchmark of parse caching, which times the builder with its own parsers
+#: modules that may call a graph builder: the factory and the builders themselves (an
+#: extension rebuilds)
 BUILDER_CALLERS = {"parlai_docgraph/graphs/factory.py", "parlai_docgraph/graphs/semantic.py",
-                   "parlai_docgraph/graphs/multilevel.py", "parlai_docgraph/bench/scale.py"}
-#: the module that may call ``json.load``: the walker itself (the generators of bundled files
-#: live in ``tools/``, outside the package)
-JSON_LOADERS = {"parlai_docgraph/jsonio.py"}
-#: the modules that read data files a user or a dataset supplies (``json.loads`` of a line
-#: there is a hand-rolled JSONL reader), and the one exempt: JSON inside a CSV cell
-DATA_READERS = ("tasks/", "parlai_docgraph/graphs/corpus.py")
-JSON_STRING_PARSERS = {"tasks/docgraph/readers/opendialkg.py"}
+                   "parlai_docgraph/graphs/multilevel.py"}
+JSON_MODULE = "parlai_docgraph/jsonio.py"
+#: (module, the argument's source) -> why that ``json.loads`` reads no file of its own
+JSON_TEXT_PARSERS = {
+    ("parlai_docgraph/graphs/store.py", "text"): "a graph store entry, read by read_verified",
+    ("parlai_docgraph/graphs/store.py", "body"): "the graph inside a verified entry",
+    ("parlai_docgraph/graphs/parse_cache.py", "text"): "a parse cache entry, read_verified",
+    ("parlai_docgraph/graphs/embed_cache.py", "body"): "an embedding cache entry, read_verified",
+    ("parlai_docgraph/graphs/retrieval.py", "body"): "a document cache entry, read_verified",
+    ("parlai_docgraph/graphs/dense_index.py", "body"): "a dense-vector cache entry, "
+                                                       "read_verified",
+    ("parlai_docgraph/scripts/chat_app.py", "b''.join(chunks).decode('utf-8') or '{}'"):
+        "an HTTP request body",
+    ("parlai_docgraph/bench/chat_memory.py", "data"): "an HTTP response body of the server "
+                                                      "it measures",
+    ("parlai_docgraph/scripts/demo_summary.py", "line"): "the JSON line of an eval report in "
+                                                         "a log",
+    ("parlai_docgraph/bench/long_documents.py", "done.stdout.strip().splitlines()[-1]"):
+        "a child process's result line",
+    ("tasks/docgraph/readers/opendialkg.py", "value"): "JSON inside a CSV cell",
+    ("tasks/docgraph/readers/opendialkg.py", "row[0]"): "JSON inside a CSV cell",
+}
+HUB_MODULE = "parlai_docgraph/models/hub.py"
+#: module -> the function of it that may load a model itself, and why
+HF_LOADERS = {
+    "parlai_docgraph/models/gguf.py": (
+        "_convert", "the one-time GGUF conversion: transformers' GGUF reader de-quantises the "
+        "file and the model is saved as a directory that hub.py then loads; hub.py resolves "
+        "GGUF names through gguf.py, so gguf.py cannot call hub.py back"),
+}
+HF_LOAD_METHODS = {"from_pretrained", "from_config", "from_single_file"}
+#: module -> functions it may decorate with functools.lru_cache: loaders of a process-wide
+#: resource, called with a fixed handful of arguments (never keyed by data)
+LRU_CACHED = {
+    "parlai_docgraph/nlp.py": {"load_spacy", "english_stop_words"},
+    "parlai_docgraph/text_metrics.py": {"_scorer"},
+    "parlai_docgraph/reply_quality.py": {"_stemmer"},
+    "parlai_docgraph/graphs/retrievers.py": {"_stemmer"},
+    "tasks/docgraph/readers/holle.py": {"default_splitter"},
+    "tasks/docgraph/readers/opendialkg_split.py": {"official_split"},
+}
+#: (module, name) -> why a dict named as a cache is not an in-process memo
+DICT_CACHES = {
+    ("parlai_docgraph/kg/constrained.py", "_cache"):
+        "one LogitsProcessor's per-call table: it lives for one generate() call",
+}
 SPACY_IMPORTERS = {"parlai_docgraph/nlp.py"}
 
 
@@ -50,9 +95,21 @@ def _called(node: ast.Call) -> str:
     return ""
 
 
+def call_nodes(tree: ast.AST) -> Iterator[ast.Call]:
+    return (n for n in ast.walk(tree) if isinstance(n, ast.Call))
+
+
 def calls(tree: ast.AST) -> Iterable[str]:
     """The names every call in ``tree`` calls (``f`` or ``module.f``)."""
-    return (_called(n) for n in ast.walk(tree) if isinstance(n, ast.Call))
+    return (_called(n) for n in call_nodes(tree))
+
+
+def functions(tree: ast.AST) -> Iterator[Tuple[str, ast.AST]]:
+    """``(name, node)`` of every function, and ``("", tree)`` for the module itself."""
+    yield "", tree
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node.name, node
 
 
 def builder_calls(trees: Dict[str, ast.AST]) -> List[str]:
@@ -60,15 +117,109 @@ def builder_calls(trees: Dict[str, ast.AST]) -> List[str]:
                   and any(c.split(".")[-1] in BUILDERS for c in calls(tree)))
 
 
-def json_file_reads(trees: Dict[str, ast.AST]) -> List[str]:
+def _json_names(tree: ast.AST) -> Set[str]:
+    """``json.load`` / ``json.loads`` as this module may call them (``from json import``)."""
+    names = {"json.load", "json.loads"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "json":
+            names.update(a.asname or a.name for a in node.names if a.name in ("load", "loads"))
+    return names
+
+
+def json_reads(trees: Dict[str, ast.AST]) -> List[str]:
+    """``path: call`` of each JSON parse outside ``jsonio.py`` that is not listed."""
     out = set()
     for path, tree in trees.items():
-        names = set(calls(tree))
-        if "json.load" in names and path not in JSON_LOADERS:
-            out.add(path)
-        if ("json.loads" in names and path.startswith(DATA_READERS)
-                and path not in JSON_STRING_PARSERS):
-            out.add(path)
+        if path == JSON_MODULE:
+            continue
+        names = _json_names(tree)
+        for node in call_nodes(tree):
+            name = _called(node)
+            if name not in names:
+                continue
+            arg = ast.unparse(node.args[0]) if node.args else ""
+            if name.endswith("loads") and (path, arg) in JSON_TEXT_PARSERS:
+                continue
+            out.add(f"{path}: {name}({arg})")
+    return sorted(out)
+
+
+def _transformers_models(tree: ast.AST) -> Set[str]:
+    """Names this module imports from ``transformers`` that are model classes."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("transformers"):
+            for alias in node.names:
+                name = alias.asname or alias.name
+                if alias.name.endswith("Model") or "For" in alias.name:
+                    out.add(name)
+    return out
+
+
+def hf_loads(trees: Dict[str, ast.AST]) -> List[str]:
+    """``path: function: call`` of each model or tokenizer load outside ``models/hub.py``."""
+    out = set()
+    for path, tree in trees.items():
+        if path == HUB_MODULE:
+            continue
+        allowed = HF_LOADERS.get(path, (None, ""))[0]
+        models = _transformers_models(tree)
+        for name, func in functions(tree):
+            if name and name == allowed:
+                continue
+            body = list(call_nodes(func))
+            if not name:  # the module level: calls outside any function
+                inside = {id(c) for _, f in functions(tree) if f is not tree
+                          for c in call_nodes(f)}
+                body = [c for c in body if id(c) not in inside]
+            for node in body:
+                called = _called(node)
+                if called.split(".")[-1] in HF_LOAD_METHODS or called in models:
+                    out.add(f"{path}: {name or '<module>'}: {called}")
+    return sorted(out)
+
+
+def _decorator_name(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return target.id if isinstance(target, ast.Name) else ""
+
+
+def _is_dict_value(node: ast.expr) -> bool:
+    if isinstance(node, ast.Dict):
+        return True
+    return isinstance(node, ast.Call) and _called(node).split(".")[-1] in (
+        "dict", "OrderedDict", "defaultdict")
+
+
+def memo_violations(trees: Dict[str, ast.AST]) -> List[str]:
+    """``functools`` caches on unlisted functions, and dicts named as caches or memos that
+    outlive a call: an attribute (``self._cache = {}``) or a module-level name (a local
+    variable of a function lives for one call)."""
+    out = set()
+    for path, tree in trees.items():
+        if path == "parlai_docgraph/memo.py":
+            continue
+        module_level = {id(n) for n in tree.body}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if any(_decorator_name(d) in ("lru_cache", "cache") for d in node.decorator_list) \
+                        and node.name not in LRU_CACHED.get(path, ()):
+                    out.add(f"{path}: @lru_cache {node.name}")
+            targets: List[ast.expr] = []
+            if isinstance(node, ast.Assign) and _is_dict_value(node.value):
+                targets = list(node.targets)
+            elif isinstance(node, ast.AnnAssign) and node.value is not None \
+                    and _is_dict_value(node.value):
+                targets = [node.target]
+            for target in targets:
+                name = (target.attr if isinstance(target, ast.Attribute)
+                        else target.id if isinstance(target, ast.Name)
+                        and id(node) in module_level else "")
+                if ("cache" in name.lower() or "memo" in name.lower()) \
+                        and (path, name) not in DICT_CACHES:
+                    out.add(f"{path}: dict {name}")
     return sorted(out)
 
 
@@ -85,12 +236,30 @@ def spacy_imports(trees: Dict[str, ast.AST]) -> List[str]:
     return sorted(out)
 
 
+def test_the_checks_read_the_whole_package():
+    paths = set(sources())
+    for module in ("parlai_docgraph/bench/scale.py", "parlai_docgraph/scripts/chat_app.py",
+                   "tasks/docgraph/komodis.py", "zoo/sample.py", "parlai_docgraph/nlp.py"):
+        assert module in paths, module
+    listed = ({p for p, _ in JSON_TEXT_PARSERS} | set(HF_LOADERS) | set(LRU_CACHED)
+              | {p for p, _ in DICT_CACHES} | BUILDER_CALLERS)
+    assert listed <= paths, listed - paths  # no exemption outlives its module
+
+
 def test_graphs_are_built_only_by_the_factory():
     assert not builder_calls(sources()), "graph builders called outside GraphFactory"
 
 
-def test_json_data_files_are_read_only_through_jsonio():
-    assert not json_file_reads(sources()), "JSON read outside parlai_docgraph/jsonio.py"
+def test_json_is_read_only_through_jsonio():
+    assert not json_reads(sources()), "JSON read outside parlai_docgraph/jsonio.py"
+
+
+def test_hf_models_are_loaded_only_by_hub():
+    assert not hf_loads(sources()), "Hugging Face models loaded outside models/hub.py"
+
+
+def test_memos_are_lru_memos():
+    assert not memo_violations(sources()), "a memo that is not an LRUMemo"
 
 
 def test_spacy_is_imported_only_by_nlp():
@@ -102,12 +271,44 @@ def test_checkers_flag_planted_violations():
         "parlai_docgraph/agents/pipeline/x.py": ast.parse(
             "from parlai_docgraph.graphs.semantic import build_document_graph\n"
             "def f(p):\n    return build_document_graph(p)\n"),
-        "tasks/docgraph/y.py": ast.parse(
-            "import json\ndef f(lines):\n    return [json.loads(l) for l in lines]\n"),
+        "parlai_docgraph/bench/b.py": ast.parse(
+            "import json\nfrom json import loads as parse\n"
+            "def f(path, done):\n    rows = [json.loads(l) for l in open(path)]\n"
+            "    json.loads(done.stdout.strip().splitlines()[-1])\n"
+            "    return parse(open(path).read())\n"),
+        "parlai_docgraph/graphs/store.py": ast.parse(
+            "import json\ndef f(text, path):\n    json.loads(text)\n"
+            "    return json.load(open(path))\n"),
         "parlai_docgraph/kg/z.py": ast.parse("from spacy.util import filter_spans\n"),
         "parlai_docgraph/graphs/factory.py": ast.parse(
             "def f(p):\n    return build_document_graph(p)\n"),
+        "parlai_docgraph/models/gguf.py": ast.parse(
+            "from transformers import AutoModelForCausalLM as A, T5ForConditionalGeneration\n"
+            "def _convert(p):\n    return A.from_pretrained(p)\n"
+            "def other(p):\n    return A.from_pretrained(p)\n"
+            "LM = T5ForConditionalGeneration(None)\n"),
+        "parlai_docgraph/models/hub.py": ast.parse(
+            "def load(auto, c):\n    return auto.from_config(c)\n"),
+        "parlai_docgraph/bench/families.py": ast.parse(
+            "import transformers as tf\ndef f(c):\n    return tf.AutoModel.from_config(c)\n"),
+        "parlai_docgraph/nlp.py": ast.parse(
+            "from functools import lru_cache, cache\n@lru_cache(maxsize=8)\ndef load_spacy(m):\n"
+            "    pass\n@cache\ndef sentences_of(text):\n    pass\n"
+            "class S:\n    def __init__(self):\n        self._cache = {}\n"
+            "        self.memo: dict = dict()\n        self.seen = {}\n"
+            "def f():\n    cache = {}\n_CACHE = {}\n"),
     }
     assert builder_calls(trees) == ["parlai_docgraph/agents/pipeline/x.py"]
-    assert json_file_reads(trees) == ["tasks/docgraph/y.py"]
+    assert json_reads(trees) == [  # a listed parse is listed for its module only
+        "parlai_docgraph/bench/b.py: json.loads(done.stdout.strip().splitlines()[-1])",
+        "parlai_docgraph/bench/b.py: json.loads(l)",
+        "parlai_docgraph/bench/b.py: parse(open(path).read())",
+        "parlai_docgraph/graphs/store.py: json.load(open(path))"]
+    assert hf_loads(trees) == [
+        "parlai_docgraph/bench/families.py: f: from_config",
+        "parlai_docgraph/models/gguf.py: <module>: T5ForConditionalGeneration",
+        "parlai_docgraph/models/gguf.py: other: A.from_pretrained"]
+    assert memo_violations(trees) == [
+        "parlai_docgraph/nlp.py: @lru_cache sentences_of", "parlai_docgraph/nlp.py: dict _CACHE",
+        "parlai_docgraph/nlp.py: dict _cache", "parlai_docgraph/nlp.py: dict memo"]
     assert spacy_imports(trees) == ["parlai_docgraph/kg/z.py"]

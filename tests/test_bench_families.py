@@ -1,5 +1,5 @@
 """
-The ``families`` benchmark (issue 12 item 4) builds the published shapes: parameter counts
+The ``families`` benchmark builds the published shapes: parameter counts
 of its configs, on the meta device (no memory, no weights), against the published sizes.
 The benchmark itself (minutes of CPU) is not run here.
 """

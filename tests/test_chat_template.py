@@ -1,5 +1,5 @@
 """
-Chat templates for an instruction-tuned responder (issue 16, item 4): knowledge and history
+Chat templates for an instruction-tuned responder: knowledge and history
 go in through the tokenizer's template, replies end with its end-of-turn token; tested
 with the tiny Qwen-style tokenizer (ChatML template) built in the test.
 """

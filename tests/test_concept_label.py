@@ -1,6 +1,6 @@
 """
 ``top_concepts`` shows concepts: noun phrases and names, never predicates, pronouns or
-quantifier fragments such as ``no room`` (issue 14's first-hour transcript).
+quantifier fragments such as ``no room``.
 """
 
 from __future__ import annotations

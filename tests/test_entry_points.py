@@ -31,6 +31,35 @@ def test_super_command_lists_stock_and_plugin_scripts(capsys):
         assert command in out, command
 
 
+@pytest.mark.parametrize("argv", [[], ["--help"], ["help"]],
+                         ids=["bare", "--help", "help"])
+def test_help_lists_the_commands(argv, capsys):
+    """``parlai-docgraph``, ``parlai-docgraph --help`` and ``parlai-docgraph help`` print the
+    command list, as stock ``parlai`` does. When the first word is not a command, ParlAI's
+    super-command pre-parses the line with every script's parser: a script with a required
+    positional argument answered with its own usage instead."""
+    from parlai_docgraph import cli
+
+    try:
+        cli.main(argv)
+    except SystemExit as done:
+        assert done.code in (0, None)
+    captured = capsys.readouterr()
+    out = captured.out
+    assert out.startswith("usage: ") and "COMMAND" in out.splitlines()[0], out[:300]
+    for command in ("train_model", "interactive", "bench", "recipes", "chat"):
+        assert f"\n  {command} " in out, command
+    assert "Parse Error" not in captured.out + captured.err
+
+
+def test_recipes_without_an_action_says_which_exist():
+    from parlai_docgraph import cli
+    from parlai_docgraph.recipes import RecipeError
+
+    with pytest.raises(RecipeError, match="needs an action: one of list, show"):
+        cli.main(["recipes"])
+
+
 @pytest.mark.parametrize("module", ["graph_probe", "train_speed_methods"])
 def test_study_modules_parse_their_options(module, monkeypatch, capsys):
     """``python -m parlai_docgraph.bench.<study> --help`` prints its usage and exits 0

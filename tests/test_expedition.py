@@ -1,8 +1,8 @@
 """
-``docgraph:expedition``: the second generated structure task (issue 17). Its premises are
+``docgraph:expedition``: the second generated structure task. Its premises are
 tested here (labels, determinism, unseen names, the distractors, cross-passage coreference in
 the real graph), and the claim it exists for: the graph selector beats the cross-encoder
-with the default options (issue 17; ``parlai_docgraph/bench/graph_at_defaults.md``).
+with the default options (``parlai_docgraph/bench/graph_at_defaults.md``).
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def test_rule_coreference_links_journals_to_the_crew_across_passages(datapath):
     assert total == 40 and clean >= 38, (clean, total)
 
 
-#: issue 17's claim, at the default options: only the variant, --label-type chosen_sent and
+#: the claim, at the default options: only the variant, --label-type chosen_sent and
 #: the encoder (MiniLM, the default) are set; the rest is how long to train and how much to
 #: evaluate. Measured at seed 0 (CHANGELOG.md, "At the default options"): full 0.700 /
 #: 0.633, none 0.083 / 0.100 (valid / test, 60 unseen-crew turns each).

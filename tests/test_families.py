@@ -1,5 +1,5 @@
 """
-Every real model family the recipes name (issue 12 item 4), as a tiny random model with a
+Every real model family the recipes name, as a tiny random model with a
 tokenizer of its kind (``tests/families.py``): the family-specific traps, each asserted.
 
 * RoBERTa numbers positions from ``pad + 1``: ``max_position_embeddings`` counts two rows

@@ -1,5 +1,5 @@
 """
-Every recipe's code path with every real model family (issue 12 item 4): ParlAI's stock
+Every recipe's code path with every real model family: ParlAI's stock
 ``train_model`` then ``eval_model`` scripts (in-process, as ``tests/test_pipeline.py``
 does, to spare a ParlAI import per run) for a few steps on the bundled offline tasks, with
 the tiny random RoBERTa / BERT / GPT-2 / T5 / Llama / Qwen of ``tests/families.py``:

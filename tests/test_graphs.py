@@ -1,5 +1,5 @@
 """
-Document graphs (issue 4, first slice): schema, dep parser roles, rule-based coreference,
+Document graphs: schema, dep parser roles, rule-based coreference,
 Li et al.'s document semantic graph and its Table 7 ablations, bad input, real WoW pools.
 """
 

@@ -54,6 +54,27 @@ def test_page_has_every_node_and_edge_and_highlights_selection():
     assert render_html(graph, selected=selected) == page  # seeded layout: deterministic
 
 
+def test_the_panel_form_adds_fit_zoom_and_hover_and_the_page_stays_as_it_was():
+    """Issue 39: the web chat's panel form fits, zooms and pans; ``--show-graph``'s page (the
+    default form) is the fixed 1200 x 900 drawing with the click script only."""
+    from parlai_docgraph.graphs.render import PANEL_SCRIPT, SCRIPT, inline_scripts
+
+    graph = build_document_graph(PASSAGES)
+    page, panel = render_html(graph), render_html(graph, panel=True)
+    svg = [a for t, a in parse(page) if t == "svg"][0]
+    assert (svg["width"], svg["height"], svg["viewbox"]) == ("1200", "900", "0 0 1200 900")
+    assert re.findall(r"<script>(.*?)</script>", page, re.S) == [SCRIPT]
+    assert 'id="tip"' not in page and 'id="view"' not in page
+    svg = [a for t, a in parse(panel) if t == "svg"][0]
+    assert (svg["class"], svg["width"], svg["height"]) == ("graph", "100%", "100%")
+    assert re.findall(r"<script>(.*?)</script>", panel, re.S) == [SCRIPT, PANEL_SCRIPT]
+    assert inline_scripts() == (SCRIPT, PANEL_SCRIPT)  # what the chat's CSP allows by hash
+    # the same nodes and edges, drawn inside the group the script fits to the panel
+    drawing = panel[panel.index('<g id="view">'):panel.index("</svg>")]
+    assert drawing.count('class="node') == len(graph.nodes)
+    assert page.split("<svg")[1].split(">", 1)[1].split("</svg>")[0] in drawing
+
+
 def test_multilevel_and_empty_graphs(tmp_path):
     page = render_html(build_multilevel_graph(PASSAGES), title="ml <graph>")
     assert "<title>ml &lt;graph&gt;</title>" in page and 'data-type="topic"' in page

@@ -1,5 +1,5 @@
 """
-DialogGSR with decoder-only causal LMs (issue 16): tiny random Llama- and Qwen-style
+DialogGSR with decoder-only causal LMs: tiny random Llama- and Qwen-style
 models built in the test; constrained retrieval with left padding and batched beams,
 causal losses, pretraining rows, and train + eval through ParlAI.
 """

@@ -1,5 +1,5 @@
 """
-The held-out document questions (issue 14) and ``parlai-docgraph heldout_eval``: the bundled
+The held-out document questions and ``parlai-docgraph heldout_eval``: the bundled
 set is valid, bad rows name file and line, zero-shot cosine leaves headroom, and the script
 gives one row per system with every choice a sentence of the question's document.
 """
@@ -115,3 +115,29 @@ def test_docqa_mixed_pools_mix_documents(tmp_path):
         sizes = [len(ss) for _, ss in b["knowledge_passages"]]
         assert sum(sizes) <= 24 + max(sizes)
     assert several >= 0.9 * len(mixed)
+
+
+def test_named_document_boost_rows(model_file, tmp_path):  # noqa: F811
+    """``--named-document-boosts 0,50``: one row per value over the same selector; with 50 a
+    question that names one of two near-duplicate documents is answered from it."""
+    folder = tmp_path / "named"
+    folder.mkdir()
+    rows = []
+    for season, hour in (("winter", "nine"), ("summer", "ten")):
+        answer = f"The pool closes at {hour} in the evening."
+        (folder / f"{season}.md").write_text(
+            f"# Pool rules, {season} timetable\n\n{answer}\n", encoding="utf-8")
+        rows.append({"document": f"{season}.md", "answer": answer,
+                     "question": f"In the {season} timetable, when does the pool close?"})
+    (folder / "questions.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "named.json"
+    got = HeldoutEval.main("--model-files", model_file, "--cosine", "false", "--questions-dir",
+                           str(folder), "--settings", "all_documents", "--retriever", "bm25",
+                           "--named-document-boosts", "0,50", "--datapath", str(tmp_path),
+                           "--out", str(out))
+    assert list(got) == [f"{model_file}, named-document boost 0",
+                         f"{model_file}, named-document boost 50"]
+    assert got[f"{model_file}, named-document boost 50"] == 1.0
+    data = json.loads(out.read_text())
+    assert data["question_set"] == "named" and data["retrieval_recall"] == 1.0

@@ -174,7 +174,7 @@ def test_the_package_has_no_import_cycle() -> None:
 #: ``parlai_docgraph``; the package's ``__init__`` is ``""``.
 LAYERS = (
     ("", "_hook", "compat", "env", "atomic", "memo", "nlp", "text_metrics", "metrics", "assets",
-     "reply_quality", "jsonio", "dataset_errors"),
+     "reply_quality", "jsonio", "textnorm", "dataset_errors", "lazy"),
     ("graphs", "kg", "recipes"),
     ("models",),
     ("tasks", "agents"),
@@ -266,19 +266,28 @@ def imports_parlai(path: Path) -> bool:
     return False
 
 
+#: assignments a re-export may hold: ``__all__``, and the lazy form
+#: (``_EXPORTS = {...}``; ``__getattr__, __dir__ = lazy_exports(...)``)
+REEXPORT_NAMES = {"__all__", "_EXPORTS", "__getattr__", "__dir__"}
+
+
 def is_reexport(path: Path) -> bool:
     """A module that only re-exports other agent modules (a docstring and ``__all__``
-    aside): a package's ``__init__`` or ``agents.py``, where ParlAI looks an agent class up."""
+    aside), at once or lazily (:mod:`parlai_docgraph.lazy`): a package's ``__init__`` or
+    ``agents.py``, where ParlAI looks an agent class up."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     for i, node in enumerate(tree.body):
         if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue
         if isinstance(node, ast.ImportFrom) and (
-                node.level > 0 or (node.module or "").startswith("parlai_docgraph.agents")):
+                node.level > 0 or (node.module or "").startswith("parlai_docgraph.agents")
+                or node.module == "parlai_docgraph.lazy"):
             continue
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "__all__"):
-            continue
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            names = target.elts if isinstance(target, ast.Tuple) else [target]
+            if all(isinstance(n, ast.Name) and n.id in REEXPORT_NAMES for n in names):
+                continue
         return False
     return True
 

@@ -215,6 +215,39 @@ def test_a_named_document_is_preferred(model_file, tmp_path):
     agent.shutdown()
 
 
+def test_the_selector_reads_each_candidates_document_title(model_file, tmp_path, monkeypatch):
+    """Where a candidate's document enters the selector: over ``--documents`` each
+    candidate line is ``"{Document / Section} {sentence}"``, and that whole line is the
+    ``s_i`` of the encoder's input pair ``[s_i; x]`` (Li Eq. 1), so two near-duplicate
+    sentences of two documents reach the encoder as different inputs naming their
+    documents."""
+    from parlai.core.agents import create_agent_from_model_file
+
+    for season, hour in (("winter", "nine"), ("summer", "ten")):
+        (tmp_path / f"{season}.md").write_text(
+            f"# Oakfield gym rules, {season} timetable\n\n## Pool\n\n"
+            f"The pool closes at {hour} in the evening. Towels are lent at the desk.\n",
+            encoding="utf-8")
+    agent = create_agent_from_model_file(model_file, {
+        "interactive_mode": True, "datapath": str(tmp_path / "data"), "documents": None,
+        "named_document_boost": 0.0})
+    agent.load_documents([str(tmp_path / "winter.md"), str(tmp_path / "summer.md")])
+    seen = []
+    real = agent.selector._collate
+    monkeypatch.setattr(agent.selector, "_collate",
+                        lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
+    agent.observe({"text": "When does the pool close in summer?", "episode_done": False})
+    agent.act()
+    tokenizer = agent.selector.tokenizer
+    pairs = ["".join(tokenizer.decode(ids, skip_special_tokens=True).lower().split())
+             for ids in seen[-1]["cand_input_ids"]]
+    for season, hour in (("winter", "nine"), ("summer", "ten")):
+        line = f"oakfieldgymrules,{season}timetable/poolthepoolclosesat{hour}"
+        assert sum(p.startswith(line) and p.endswith("whendoesthepoolcloseinsummer?")
+                   for p in pairs) == 1, (season, pairs)
+    agent.shutdown()
+
+
 def test_extract_reply_mode_answers_with_the_selected_sentence(model_file, docs, tmp_path,
                                                               monkeypatch, capsys):
     """``--reply-mode extract``: each reply is exactly the turn's selected sentence."""
@@ -260,6 +293,7 @@ def test_chat_without_documents_says_so_once(model_file, tmp_path, monkeypatch, 
     out = _chat(monkeypatch, capsys, ["hello", "and again", "[EXIT]"],
                 "-mf", model_file, "--datapath", str(tmp_path / "data"))
     assert out.count("no documents: replies use no knowledge") == 1
+    assert "/load" not in out  # no chat message opens a file: the note names none
     assert out.count("[Docgraph]:") == 2 and "[selected_sentence]" not in out
 
 
@@ -294,3 +328,12 @@ def test_chat_over_a_folder_retrieves_each_turns_pool(model_file, tmp_path, monk
     assert selected in ("Owls hunt at night.", "They swallow their prey whole.")
     page = html.read_text(encoding="utf-8")
     assert "Owls hunt at night." in page and "tide" not in page.lower()
+
+
+def test_unencodable_characters_of_a_turn_are_replaced_with_a_note():
+    """Issue 39: a lone surrogate in the history had the tokenizer refuse every later turn."""
+    text, note = check_user_text("tide \ud800 mill\uffff", 100)
+    assert text == "tide \ufffd mill\ufffd" and "your message: 2 characters" in note
+    text, note = check_user_text("\udc80" + "x" * 20, 10)
+    assert text == "x" * 10 and "2 characters" not in note and "1 character " in note
+    assert "only its last 10" in note

@@ -1,5 +1,5 @@
 """
-Tests of the pure KG library ``parlai_docgraph.kg`` (issue 7, item 1): store, Katz,
+Tests of the pure KG library ``parlai_docgraph.kg``: store, Katz,
 candidate paths, linearization, trie and graph-constrained decoding.
 """
 

@@ -1,5 +1,5 @@
 """
-LoRA (peft) and bf16 for the responder and DialogGSR (issue 16, item 3): only adapters and
+LoRA (peft) and bf16 for the responder and DialogGSR: only adapters and
 the rows of new tokens learn, bf16 weights with float32 adapters, a clear error where the
 device has no bf16, and checkpoints that reload through eval_model / interactive with a
 weights-only load.

@@ -1,4 +1,5 @@
-"""Zhang & Tan: the multi-level GAT and its selector (``models/selector/multilevel_gat.py``, ``models/selector/multilevel.py``)."""
+"""Zhang & Tan: the multi-level GAT and its selector (``models/selector/multilevel_gat.py``,
+``models/selector/multilevel_selector.py``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """
-Options in one place per agent (issue 29): the graph options come from one field table
+Options in one place per agent: the graph options come from one field table
 (:class:`~parlai_docgraph.graphs.config.GraphConfig`), the ``-m docgraph`` pipeline refuses an
 option its two parts declare differently unless it settles it, and a selector model file
 that names the dictionary class at its old path still loads.

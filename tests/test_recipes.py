@@ -317,7 +317,7 @@ def test_node_relevance_is_false_in_every_paper_recipe(book):
 
 
 def test_paper_protocol_options_in_the_recipes(book):
-    """Issue 28's paper values, as the recipes resolve them: Li Eq. 7's per-graph mean and
+    """The papers' protocol values, as the recipes resolve them: Li Eq. 7's per-graph mean and
     in-sentence concept vectors, Zhang & Tan Eq. 1's own-text vectors, SKT's Holl-E movie
     titles, WoW's pinned --add-missing-turns, DialogGSR's stages and decoding."""
     def train_opt(name, stage="train"):

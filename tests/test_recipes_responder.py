@@ -1,7 +1,7 @@
 """
 The GPT-2 responder rows of Li et al. Tables 4 and 6 train with the recipe's optimizer
-(issue 28: without ``--optimizer`` ParlAI's SGD applied, which at Li's 3e-5 barely moves
-GPT-2): 50 updates of ``-m docgraph/gpt2_responder --responder-model tiny`` on
+(without ``--optimizer`` ParlAI's SGD applies, which at Li's 3e-5 barely moves GPT-2): 50
+updates of ``-m docgraph/gpt2_responder --responder-model tiny`` on
 ``docgraph:sample`` with the optimizer settings the recipe resolves to must lower the
 training loss by at least :data:`MARGIN` nats.
 

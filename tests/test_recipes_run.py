@@ -1,5 +1,5 @@
 """
-Every paper recipe runs as ``recipes.yaml`` writes it (issue 12), through ParlAI's stock
+Every paper recipe runs as ``recipes.yaml`` writes it, through ParlAI's stock
 ``train_model`` / ``eval_model`` scripts (in-process), with three kinds of substitution
 only, since neither the datasets nor the hub weights exist here:
 

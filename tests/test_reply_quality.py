@@ -91,8 +91,25 @@ def test_script_rows_on_the_standin(zoo_datapath, tmp_path):
     (knowledge F1 1 against it), each row has every figure, the table is made from them."""
     from parlai_docgraph.scripts.reply_eval import ReplyEval, parse_responders, result_table
 
+    # one-sentence documents: the stand-in (an untrained selector) must select the answer,
+    # so every reply's selected sentence holds its span
+    folder = tmp_path / "questions"
+    folder.mkdir()
+    rows = [("ferry.md", "When does the ferry leave?", "The ferry leaves at nine o'clock.",
+             "nine o'clock"),
+            ("bakery.md", "Why is the bakery closed?", "The bakery is closed because the "
+             "oven broke.", "because the oven broke"),
+            ("museum.md", "How much is a museum ticket?", "A museum ticket costs six euros.",
+             "six euros"),
+            ("garden.md", "Who waters the garden?", "The neighbours water the garden.",
+             "The neighbours")]
+    for name, question, answer, span in rows:
+        (folder / name).write_text(f"# {name[:-3].title()}\n\n{answer}\n", encoding="utf-8")
+    (folder / "questions.jsonl").write_text("".join(
+        json.dumps({"document": n, "question": q, "answer": a, "span": s}) + "\n"
+        for n, q, a, s in rows), encoding="utf-8")
     out = tmp_path / "replies.json"
-    got = ReplyEval.main("--datapath", str(zoo_datapath), "--num-questions", "4",
+    got = ReplyEval.main("--datapath", str(zoo_datapath), "--questions-dir", str(folder),
                          "--out", str(out))
     data = json.loads(out.read_text(encoding="utf-8"))
     assert set(got) == set(data["systems"]) == {
@@ -100,11 +117,12 @@ def test_script_rows_on_the_standin(zoo_datapath, tmp_path):
         "generate (zoo model), before the answer check"}
     extract = data["systems"]["extract (zoo model)"]
     generate = data["systems"]["generate (zoo model)"]
-    # the held-out questions give their answer spans: every selection that holds its span
-    # is counted, and the answer check leaves no such reply without it
-    assert generate["answer_kept_n"] == extract["answer_kept_n"] > 0
+    before = data["systems"]["generate (zoo model), before the answer check"]
+    # every selection holds its span and is counted; the untrained GPT-2's text keeps none,
+    # so the answer check replaces every reply and every reply then keeps its span
+    assert generate["answer_kept_n"] == extract["answer_kept_n"] == 4
     assert extract["answer_kept_share"] == 1.0 and generate["answer_kept_share"] == 1.0
-    assert 0.0 <= generate["answer_check_share"] <= 1.0
+    assert before["answer_kept_share"] == 0.0 and generate["answer_check_share"] == 1.0
     assert extract["kf1_selected"] == 1.0 and extract["unsupported_share"] == 0.0
     assert len(extract["replies_text"]) == data["questions"] == 4
     assert data["meta"]["commit"] is not None or data["meta"]["command"]

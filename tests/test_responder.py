@@ -25,7 +25,6 @@ from parlai_docgraph.models.responder.model import (
     load_causal_lm,
     load_responder_tokenizer as load_tokenizer,
     position_ids,
-    special_ids,
 )
 
 
@@ -36,8 +35,7 @@ def tiny():
     """
     tok = load_tokenizer("tiny")
     lm = load_causal_lm("tiny", seed=0).eval()
-    eos, pad = special_ids(tok)
-    return Responder(lm, eos, pad), tok
+    return Responder(lm, tok.eos_token_id, tok.pad_token_id), tok
 
 
 def random_prompts(responder, n, seed, know=(1, 128), ctx=(1, 300)):
@@ -274,7 +272,7 @@ def test_short_overfit_drops_ppl(tiny, datapath):
 
     _, tok = tiny
     lm = load_causal_lm("tiny", seed=0)
-    responder = Responder(lm, *special_ids(tok))
+    responder = Responder(lm, tok.eos_token_id, tok.pad_token_id)
     acts = [a for a in teacher_acts("docgraph:sample", datapath) if a.get("checked_sentence")][:4]
     assert len(acts) == 4
     prompts = [

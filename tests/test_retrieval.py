@@ -167,3 +167,46 @@ def test_only_the_last_turns_of_the_dialogue_count(folder: Path, monkeypatch):
     index.history_turns = 4
     index.retrieve(dialogue, budget=4)
     assert " ".join(dialogue[:4]) in asked
+
+
+def test_a_path_read_again_replaces_its_document_and_remove_drops_one(folder: Path):
+    """The web chat's re-upload of a name: the same path indexed again replaces its earlier
+    version in place (it was indexed twice); a version that cannot be used keeps the earlier."""
+    index = DocumentIndex(cache_root=None, progress=False)
+    owls, trams = folder / "owls.md", folder / "sub" / "trams.txt"
+    index.add([str(owls), str(trams)])
+    owls.write_text("# Owls\n\nBarn owls nest in church towers.\n", encoding="utf-8")
+    index.add([str(owls)])
+    assert [d.path for d in index.documents] == [str(owls), str(trams)]
+    assert index.whole[0] == ("Owls", ["Barn owls nest in church towers."])
+    assert index.num_sentences == 1 + 4 and index.retrieve(["barn"], budget=1) == [index.whole[0]]
+    owls.write_text("\n", encoding="utf-8")
+    notes = index.add([str(owls)])
+    assert "no text" in notes[0] and index.whole[0][1] == ["Barn owls nest in church towers."]
+    assert index.remove([str(owls)]) == 1 and [d.path for d in index.documents] == [str(trams)]
+    assert index.num_sentences == 4 and not any("owl" in s.lower() for _, ss in
+                                                 index.retrieve(["owls"], budget=1) for s in ss)
+    assert index.remove([str(trams)]) == 1 and index.retrieve(["tram"]) == []
+
+
+def test_bytes_that_are_not_utf8_are_replaced_with_a_note(tmp_path: Path, folder: Path):
+    """``--documents``: a surrogate written as UTF-8 bytes (``ED A0 80``) or a stray Latin-1
+    byte no longer refuses the document; a file mostly not UTF-8 still is."""
+    odd = tmp_path / "odd.md"
+    odd.write_bytes(OWLS.encode() + b"\nThe caf\xe9 owl \xed\xa0\x80 hoots.\n")
+    utf16 = tmp_path / "utf16.txt"
+    utf16.write_bytes(("Owls hunt at night. " * 20).encode("utf-16"))
+    latin = tmp_path / "latin.md"
+    latin.write_bytes("# Café\n\nLe café crème est très léger. À côté, un thé glacé.\n"
+                      .encode("latin-1") * 3)
+    index = DocumentIndex(cache_root=tmp_path / "cache", progress=False)
+    notes = index.add([str(odd), str(utf16), str(latin)])
+    assert [d.path for d in index.documents] == [str(odd)] and index.documents[0].replaced == 4
+    assert any(n.startswith(f"{odd}: 4 characters") and "replaced" in n for n in notes), notes
+    for name, why in (("utf16.txt", "NUL bytes"), ("latin.md", "30 of its 180")):
+        assert any(n.startswith(f"document not used: {tmp_path / name}: not UTF-8 text")
+                   and why in n for n in notes), (name, notes)
+    assert "The caf\ufffd owl \ufffd\ufffd\ufffd hoots." in index.whole[-1][1]
+    again = DocumentIndex(cache_root=tmp_path / "cache", progress=False)
+    assert any("4 characters" in n for n in again.add([str(odd)]))  # from the cache too
+    assert again.documents[0].cached

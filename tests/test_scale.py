@@ -1,5 +1,5 @@
 """
-Scale (issue 15): the sentence parse cache gives the same graphs and parses each distinct
+Scale: the sentence parse cache gives the same graphs and parses each distinct
 sentence once; incremental ``extend_document_graph`` equals a rebuild.
 """
 

@@ -1,5 +1,5 @@
 """
-The compact path trie and the piecewise path encoder (issue 16, item 2): the numpy trie
+The compact path trie and the piecewise path encoder: the numpy trie
 answers exactly like a nested-dict trie, and names tokenized once give exactly the ids and
 entity values of tokenizing whole linearized paths, for T5-, GPT-2-, Llama- and Qwen-style
 tokenizers.

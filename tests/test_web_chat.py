@@ -21,6 +21,7 @@ documentation's screenshots there: the page after a turn, and the document graph
 
 from __future__ import annotations
 
+import gc
 import http.client
 import json
 import os
@@ -32,6 +33,7 @@ import socket
 import subprocess
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -45,6 +47,7 @@ from parlai_docgraph.agents.pipeline.web_sessions import ChatError, SessionStore
 from parlai_docgraph.graphs.corpus import read_document
 from parlai_docgraph.scripts.chat import load_store
 from parlai_docgraph.scripts.chat_app import ChatSettings, allowed_hosts, build_app
+from parlai_docgraph.scripts.chat_http import SessionRate, server_config
 from test_interactive import DOC, model_file  # noqa: F401  (model_file: a fixture)
 
 CHAT_PAGE = "guide/chat.md"
@@ -154,8 +157,11 @@ def app_server(model_file, tmp_path_factory):  # noqa: F811
     store = load_store({"model_file": model_file, "datapath": str(folder / "data"),
                         "documents": [str(doc)], "reply_mode": "extract",
                         "idle_timeout": 600})
-    app = build_app(store, ChatSettings(turn_timeout=60, read_timeout=20, sweep_interval=0.2))
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, http="h11", log_level="warning")
+    # no limit on new sessions here: the tests of this server make many; the test of the
+    # limit installs one
+    app = build_app(store, ChatSettings(turn_timeout=60, read_timeout=20, sweep_interval=0.2,
+                                        sessions_per_minute=0))
+    config = server_config(app, "127.0.0.1", 0)
     sock = config.bind_socket()
     runner = uvicorn.Server(config)
     thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -248,7 +254,10 @@ def test_the_command_as_typed_streams_a_turn(cli_server):
     assert set(kinds[1:-1]) == {"token"} and len(kinds) - 2 >= 2
     assert turn["events"][0]["selected_sentence"] == turn["selected_sentence"]
     assert turn["selected_sentence"] in cli_server.sentences()
-    assert "".join(e["text"] for e in turn["events"] if e["event"] == "token") == turn["text"]
+    streamed = "".join(e["text"] for e in turn["events"] if e["event"] == "token")
+    if "answer_dropped" in turn:  # the answer check replaced the generated reply
+        assert turn["text"] == turn["selected_sentence"] and turn["answer_dropped"]
+    assert streamed == turn.get("generated_text", turn["text"])
     assert 'class="node selected' in turn["graph_html"]
     assert list(cli_server.tmp.glob("docgraph_chat_*/" + reply["session"]))  # its folder
 
@@ -264,6 +273,30 @@ def test_long_option_names_and_model_options_parse(model_file):  # noqa: F811
     # what the command line gave overrides the model file's options; nothing else does
     assert opt["override"]["reply_mode"] == "extract" and opt["override"]["inference"] == "beam"
     assert "turn_timeout" not in opt["override"] and opt["turn_timeout"] == 120
+
+
+def test_the_options_table_states_every_chat_option_and_its_default():
+    """Issue 39: the limits are options, with their defaults stated on the chat page."""
+    from parlai_docgraph.scripts.chat import Chat
+
+    text = doc_page(CHAT_PAGE)
+    rows = dict(re.findall(r"^\| `(--[a-z-]+)[^`]*` \| `?([^|`]+?)`? \|", text, re.M))
+    [group] = [g for g in Chat.setup_args()._action_groups if g.title == "docgraph chat"]
+    checked = 0
+    for action in group._group_actions:
+        name = action.option_strings[-1]
+        if name == "--reply-mode":  # the model's option, described above the table
+            continue
+        assert name in rows, f"{name} is not in the options table of {CHAT_PAGE}"
+        shown, default = rows[name], action.default
+        if default is None:
+            assert shown == "none", (name, shown)
+        elif isinstance(default, (int, float)):
+            assert float(shown) == float(default), (name, shown, default)
+        else:
+            assert shown == str(default), (name, shown, default)
+        checked += 1
+    assert checked >= 11
 
 
 def test_load_message_opens_no_file(cli_server, tmp_path):
@@ -451,11 +484,21 @@ def test_an_idle_session_expires_and_its_folder_is_removed(app_server):
     sid = _session(app_server.url)
     folder = Path(store.root) / sid
     assert folder.is_dir()
-    store.sessions[sid].last_used -= store.idle_timeout + 1  # idle for longer than allowed
-    end = time.monotonic() + 10
-    while folder.exists() and time.monotonic() < end:  # the lifespan's sweeper removes it
-        time.sleep(0.1)
-    assert not folder.exists() and sid not in store.sessions
+    agent = weakref.ref(store.sessions[sid].agent)
+    gc.disable()  # freed when the store lets it go, not whenever the collector runs
+    try:
+        store.sessions[sid].last_used -= store.idle_timeout + 1  # idle for too long
+        end = time.monotonic() + 10
+        while folder.exists() and time.monotonic() < end:  # the lifespan's sweeper
+            time.sleep(0.1)
+        assert not folder.exists() and sid not in store.sessions
+        # its agent copy (and index) is freed: nothing keeps an expired session
+        end = time.monotonic() + 10
+        while agent() is not None and time.monotonic() < end:
+            time.sleep(0.1)
+        assert agent() is None
+    finally:
+        gc.enable()
     gone = _chat(app_server.url, sid, "hello")
     assert gone["status"] == 400 and "expired" in gone["error"]
 
@@ -474,6 +517,345 @@ def test_max_sessions_evicts_the_least_recently_used(app_server):
     assert not Path(store.root).exists()
 
 
+# ------------------------------------------------------------------ issue 39: bad text, paths
+def _raw_post(url: str, path: str, body: str) -> Dict[str, Any]:
+    """POST a JSON body written by hand (its escapes, e.g. a lone ``\\ud800``, as given)."""
+    return _post(url, path, body.encode("ascii"))
+
+
+def _session_folder(server: Server, sid: str) -> Path:
+    if server.tmp is not None:
+        [folder] = list(server.tmp.glob(f"docgraph_chat_*/{sid}"))
+        return folder
+    return Path(server.app.store.root) / sid
+
+
+def test_a_lone_surrogate_never_breaks_a_session(cli_server):
+    """Issue 39 (1): ``"\\ud800"`` in a message had every later turn of its session fail
+    (``TextEncodeInput must be Union[...]``); in an upload, a 500 and a 0-byte file."""
+    url, sid = cli_server.url, _session(cli_server.url)
+    odd = _raw_post(url, "/api/chat", f'{{"session": "{sid}", "text": "\\ud800"}}')
+    assert odd["status"] == 200 and odd["event"] == "done", odd
+    assert "replaced" in odd["note"] and "your message" in odd["note"]
+    odd = _raw_post(url, "/api/chat", f'{{"session": "{sid}", "text": "tide \\udfff mill '
+                    f'\\uffff?"}}')
+    assert odd["event"] == "done" and "2 characters" in odd["note"], odd
+    for text in ("how does a tide mill work?", "[DONE]", "is eling still working?"):
+        turn = _chat(url, sid, text)
+        assert turn["status"] == 200 and turn["event"] == "done", (text, turn)
+    assert turn["text"] and turn["selected_sentence"] in cli_server.sentences()
+    added = _raw_post(url, "/api/documents", f'{{"session": "{sid}", "name": "odd.md", '
+                      '"text": "# Odd\\n\\nThe odd mill \\ud800 grinds barley at night.\\n"}')
+    assert added["status"] == 200 and "odd.md" in added["documents"], added
+    assert any("odd.md: 1 character" in n and "replaced" in n for n in added["notes"])
+    folder = _session_folder(cli_server, sid)
+    assert (folder / "odd.md").read_text(encoding="utf-8").count("\ufffd") == 1
+    assert [f.name for f in folder.iterdir() if f.stat().st_size == 0] == []
+    turn = _chat(url, sid, "what does the odd mill grind?")
+    assert turn["event"] == "done" and turn["selected_sentence"], turn
+
+
+def test_after_a_failed_turn_the_next_turn_works(app_server):
+    """A turn the model fails on leaves the session usable: here the failure stays in the
+    dialogue (as the surrogate did) and would fail every later turn of a kept history."""
+    url, store = app_server.url, app_server.app.store
+    sid = _session(url)
+    agent = store.sessions[sid].agent
+    real = agent.batch_act
+
+    def refuses_poison(observations):
+        if any("POISON" in turn for turn in agent._dialogue):
+            raise TypeError("TextEncodeInput must be Union[TextInputSequence, ...]")
+        return real(observations)
+
+    agent.batch_act = refuses_poison
+    try:
+        failed = _chat(url, sid, "POISON how does a tide mill work?")
+        assert failed["event"] == "error" and "TypeError" in failed["error"], failed
+        assert "afresh" in failed["error"] and "Union" not in failed["error"]  # the log has it
+        for text in ("how does a tide mill work?", "and at eling?"):
+            turn = _chat(url, sid, text)
+            assert turn["event"] == "done", (text, turn)
+            assert turn["selected_sentence"] in app_server.sentences()
+    finally:
+        del agent.batch_act
+
+
+def test_notes_name_documents_by_file_name_only(app_server, tmp_path):
+    """Issue 39 (2): ``--documents start.md /private/missing_payroll.md`` answered every new
+    session with the server's paths; a non-English document was named by its path too."""
+    start = tmp_path / "deep" / "start.md"
+    start.parent.mkdir()
+    start.write_text(DOC, encoding="utf-8")
+    german = tmp_path / "deep" / "muehle.md"
+    german.write_text("# Die Mühle\n\nDie Gezeitenmühle mahlt das Korn zweimal am Tag. Das "
+                      "Wasser fließt durch ein großes Rad, wenn die Flut zurückgeht.\n",
+                      encoding="utf-8")
+    empty = tmp_path / "deep" / "empty.md"
+    empty.write_text("\n", encoding="utf-8")
+    from parlai.core.agents import create_agent_from_shared
+
+    base = create_agent_from_shared(app_server.app.store.shared)  # its own index
+    store = SessionStore(base, [str(start), "/private/missing_payroll.md", str(german),
+                                str(empty), str(tmp_path / "none" / "*.md")])
+    try:
+        notes = store.new()["notes"]
+        shown = json.dumps(notes)
+        assert str(tmp_path) not in shown and "/private" not in shown, notes
+        assert "document not found: missing_payroll.md (skipped)" in notes
+        assert any(n.startswith("muehle.md looks like German") for n in notes), notes
+        assert any("document not used: empty.md" in n for n in notes), notes
+        assert any(n.startswith("no file matches *.md") for n in notes), notes
+    finally:
+        store.close()
+
+
+def test_deeply_nested_json_gets_400(app_server):
+    """Issue 39 (3): JSON nested 1,000+ deep got 500 with Python's ``RecursionError``."""
+    url = app_server.url
+    sid = _session(url)
+    for depth in (1_000, 10_000, 100_000, 300_000):  # the deepest bodies: 1.8 MB
+        bodies = ["[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth,
+                  "[" * depth,
+                  f'{{"session": "{sid}", "name": "x.md", "text": ' + "[" * depth + "]" * depth + "}"]
+        for body in bodies:
+            for path in ("/api/session", "/api/chat", "/api/documents"):
+                answer = _post(url, path, body.encode())
+                assert answer["status"] == 400, (depth, path, answer)
+                assert "not valid JSON" in answer["error"], answer
+    _answers_normally(app_server)
+
+
+def test_uploading_a_name_again_replaces_the_document(app_server):
+    """Issue 39 (3): the same name uploaded twice was indexed twice."""
+    url = app_server.url
+    sid = _session(url)
+
+    def upload(name: str, text: str) -> Dict[str, Any]:
+        return _post(url, "/api/documents", {"session": sid, "name": name, "text": text})
+
+    first = upload("owls.md", "# Owls\n\nOwls hunt voles in the meadow at night.\n")
+    assert first["documents"] == ["tide.md", "owls.md"]
+    second = upload("owls.md", "# Owls\n\nBarn owls nest in church towers and old barns.\n")
+    assert second["status"] == 200 and second["documents"] == ["tide.md", "owls.md"]
+    index = app_server.app.store.sessions[sid].agent.index
+    sentences = [s for _, ss in index.whole for s in ss]
+    assert "Barn owls nest in church towers and old barns." in sentences
+    assert not any("voles" in s for s in sentences)
+    turn = _chat(url, sid, "where do barn owls nest?")
+    assert turn["selected_sentence"] in sentences and "voles" not in json.dumps(turn)
+    # a new version that cannot be used leaves the earlier one, in the index and on disk
+    empty = upload("owls.md", "\n\n")
+    assert empty["documents"] == ["tide.md", "owls.md"] and "not used" in " ".join(empty["notes"])
+    folder = _session_folder(app_server, sid)
+    assert "church towers" in (folder / "owls.md").read_text(encoding="utf-8")
+    # an upload named like a server document replaces it in this session only
+    mine = upload("tide.md", "# Tides\n\nMy own notes say the tide turns at noon.\n")
+    assert mine["documents"] == ["owls.md", "tide.md"]
+    assert len(index.documents) == 2
+    assert not any("noon" in s for s in app_server.sentences())  # others keep the server's
+    assert _post(url, "/api/session", {})["documents"] == ["tide.md"]
+    assert sorted(f.name for f in folder.iterdir()) == ["owls.md", "tide.md"]
+
+
+# ------------------------------------------------------------------ issue 39: the browser's side
+HEADERS = {"x-frame-options": "DENY", "x-content-type-options": "nosniff",
+           "referrer-policy": "no-referrer"}
+
+
+def _headers(url: str, method: str, path: str, body: Optional[bytes] = None,
+             headers: Optional[Dict[str, str]] = None):
+    host, port = url.split("//")[1].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        response = conn.getresponse()
+        response.read()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}
+    finally:
+        conn.close()
+
+
+def test_security_headers_on_every_response(cli_server):
+    """Issue 39 (4): no X-Frame-Options, CSP or nosniff: another origin framed the chat."""
+    url = cli_server.url
+    json_type = {"Content-Type": "application/json"}
+    answers = [
+        _headers(url, "GET", "/"), _headers(url, "GET", "/index.html"),
+        _headers(url, "GET", "/chat.js"), _headers(url, "GET", "/nothing"),
+        _headers(url, "POST", "/api/session", b"{}", json_type),
+        _headers(url, "POST", "/api/session", b"{}", {**json_type, "Origin": "http://evil.example"}),
+        _headers(url, "GET", "/", headers={"Host": "evil.example"}),
+        _headers(url, "POST", "/api/chat", b"{not json", json_type)]
+    assert [status for status, _ in answers] == [200, 200, 200, 404, 200, 403, 400, 400]
+    for status, headers in answers:
+        for name, value in HEADERS.items():
+            assert headers.get(name) == value, (status, name, headers)
+        policy = dict(p.strip().split(" ", 1) for p in headers["content-security-policy"].split(";"))
+        assert policy["frame-ancestors"] == "'none'" and policy["default-src"] == "'none'"
+        # the page's own script file and the graph view's inline scripts (by hash) only
+        sources = policy["script-src"].split()
+        assert sources[0] == "'self'" and len(sources) == 3
+        assert all(s.startswith("'sha256-") for s in sources[1:])
+    assert answers[2][1]["content-type"].startswith("text/javascript")
+    assert b"<script>" not in _request(url, "GET", "/")[1]  # no inline script in the page
+
+
+def _closed(sock: socket.socket, by: float) -> bool:
+    """Whether the server has closed ``sock`` (EOF or reset) by the time ``by``
+    (``time.monotonic()``); waits for it until then."""
+    sock.settimeout(max(0.01, by - time.monotonic()))
+    try:
+        return sock.recv(1024) == b""
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+
+
+def test_half_sent_headers_are_closed_after_the_header_timeout(cli_server):
+    """Issue 39 (4): 300 connections that never finished their headers were all open after
+    75 s. The command's default ``--header-timeout`` (10 s) closes them, trickling or not."""
+    port, sockets = cli_server.port, []
+    partial = b"POST /api/session HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: applic"
+    try:
+        for i in range(300):
+            s = socket.create_connection(("127.0.0.1", port), timeout=30)
+            if i % 3:  # a third sends nothing at all
+                s.sendall(partial)
+            sockets.append(s)
+        trickler = socket.create_connection(("127.0.0.1", port), timeout=30)
+        sockets.append(trickler)
+        start = time.monotonic()
+        sent = 0
+        while time.monotonic() - start < 9.0:  # a byte every half second: never enough
+            trickler.sendall(partial[sent:sent + 1])
+            sent += 1
+            time.sleep(0.5)
+        _answers_normally(cli_server)  # meanwhile, real clients are served
+        still_open = [i for i, s in enumerate(sockets) if not _closed(s, by=start + 16)]
+        took = time.monotonic() - start
+        assert still_open == [], f"{len(still_open)} of {len(sockets)} open after {took:.0f} s"
+        assert took < 16
+    finally:
+        for s in sockets:
+            s.close()
+    _answers_normally(cli_server)
+
+
+# ------------------------------------------------------------------ issue 39: fair limits
+def test_new_sessions_per_address_are_limited_and_active_ones_kept(app_server):
+    """Issue 39 (5): 100 ``POST /api/session`` in 0.3 s evicted every earlier session, and a
+    user's next turn got 400."""
+    url, chat = app_server.url, app_server.app
+    user = _session(url)
+    assert _chat(url, user, "how does a tide mill work?")["event"] == "done"
+    before, chat.session_rate = chat.session_rate, SessionRate(60)
+    statuses: List[int] = []
+    retry: List[str] = []
+
+    def flood() -> None:
+        for _ in range(10):
+            status, headers = _headers(url, "POST", "/api/session", b"{}",
+                                       {"Content-Type": "application/json"})
+            statuses.append(status)
+            retry.append(headers.get("retry-after", ""))
+
+    try:
+        threads = [threading.Thread(target=flood) for _ in range(10)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        chat.session_rate = before
+    assert len(statuses) == 100 and statuses.count(200) == 60 and statuses.count(429) == 40
+    assert all(int(r) >= 1 for r, s in zip(retry, statuses) if s == 429)
+    turn = _chat(url, user, "is eling still working?")  # the user's session is still there
+    assert turn["status"] == 200 and turn["event"] == "done", turn
+
+
+def test_eviction_never_takes_an_active_session(app_server):
+    store = SessionStore(app_server.app.store.base, [], max_sessions=3, idle_timeout=600)
+    try:
+        busy = [store.new()["session"] for _ in range(2)]
+        for sid in busy:  # they chat: active within the idle timeout
+            store.turn(sid, "hello", lambda event: None)
+        floods = [store.new()["session"] for _ in range(20)]  # each evicts the one before
+        assert all(sid in store.sessions for sid in busy) and len(store.sessions) == 3
+        assert floods[-1] in store.sessions and floods[0] not in store.sessions
+        store.turn(floods[-1], "hello", lambda event: None)  # now every slot is active
+        with pytest.raises(ChatError, match="--max-sessions") as refused:
+            store.new()
+        assert type(refused.value).__name__ == "ServerBusy"  # 503
+        store.sessions[busy[0]].last_used -= 601  # idle for longer than the timeout
+        assert store.new()["session"] and busy[0] not in store.sessions
+    finally:
+        store.close()
+
+
+def test_uploads_per_session_are_limited(app_server):
+    """Issue 39 (5): one session took 40 uploads of 1.9 MB with no cap on their number."""
+    url, store = app_server.url, app_server.app.store
+    sid = _session(url)
+    text = "# Notes {i}\n\nThe note number {i} says the tide turns early.\n"
+    answers = [_post(url, "/api/documents", {"session": sid, "name": f"n{i}.md",
+                                             "text": text.format(i=i)}) for i in range(40)]
+    statuses = [a["status"] for a in answers]
+    assert statuses == [200] * store.max_uploads + [413] * (40 - store.max_uploads)
+    assert "--max-uploads" in answers[-1]["error"]
+    assert len(store.sessions[sid].documents) == 1 + store.max_uploads
+    other = _session(url)
+    before, store.max_upload_bytes = store.max_upload_bytes, 3_000
+    try:
+        big = "# Big\n\n" + "The big mill grinds a great deal of grain. " * 40  # 1,727 bytes
+        assert _post(url, "/api/documents", {"session": other, "name": "a.md",
+                                             "text": big})["status"] == 200
+        over = _post(url, "/api/documents", {"session": other, "name": "b.md", "text": big})
+        assert over["status"] == 413 and "--max-upload-bytes" in over["error"], over
+    finally:
+        store.max_upload_bytes = before
+    assert _chat(url, other, "what does the big mill grind?")["event"] == "done"
+
+
+def test_a_new_session_does_not_wait_behind_queued_turns(app_server):
+    """Issue 39 (5): while 16 turns were in flight, a new session waited 20.6 s."""
+    url, store, settings = app_server.url, app_server.app.store, app_server.app.settings
+    sids = [_session(url) for _ in range(16)]
+    agents = [store.sessions[sid].agent for sid in sids]
+    for agent in agents:
+        real = agent.act
+        agent.act = (lambda real: lambda: (time.sleep(0.5), real())[1])(real)
+    done: List[str] = []
+    # 16 queued turns on loaded cores may take longer than the fixture's 60 s in all
+    before_timeout, settings.turn_timeout = settings.turn_timeout, 600
+
+    def ask(sid: str) -> None:
+        turn = _chat(url, sid, "how does a tide mill work?")
+        done.append(turn["event"] if turn["event"] == "done" else json.dumps(turn))
+
+    threads = [threading.Thread(target=ask, args=(sid,)) for sid in sids]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(1.0)  # the turns queue on the model (16 x 0.5 s)
+        assert store.lock.locked() and len(done) < 8
+        start = time.monotonic()
+        reply = _post(url, "/api/session", {})
+        waited = time.monotonic() - start
+        in_flight = 16 - len(done)
+        assert reply["status"] == 200 and waited < 2.0, (waited, reply)
+        assert in_flight >= 8, in_flight
+        print(f"web chat: a new session took {waited:.2f} s with {in_flight} turns in flight")
+    finally:
+        for t in threads:
+            t.join()
+        for agent in agents:
+            del agent.act
+        settings.turn_timeout = before_timeout
+    assert done == ["done"] * 16
+
+
 # ------------------------------------------------------------------ the page in Chromium
 @pytest.fixture(scope="module")
 def browser():
@@ -489,10 +871,21 @@ def browser():
 FINAL = ".bot:not(.partial)"
 
 
+def _wait_for(page, expression: str, timeout: float = 30_000) -> None:
+    """Poll ``expression`` in ``page`` until it is true. Playwright's ``wait_for_function``
+    evaluates its predicate with ``eval``, which the chat's Content-Security-Policy refuses
+    (no ``'unsafe-eval'``); ``evaluate`` goes through the debugger protocol and is not."""
+    end = time.monotonic() + timeout / 1000
+    while not page.evaluate(expression):
+        if time.monotonic() > end:
+            raise TimeoutError(f"not true after {timeout / 1000:g} s: {expression}")
+        time.sleep(0.1)
+
+
 def _open(context, url: str):
     page = context.new_page()
     page.goto(url)
-    page.wait_for_function("document.getElementById('docs').textContent != 'none'")
+    _wait_for(page, "document.getElementById('docs').textContent != 'none'")
     return page
 
 
@@ -501,7 +894,7 @@ def _send(page, text: str, timeout: float = 120_000) -> str:
     before = page.locator(FINAL).count()
     page.fill("#msg", text)
     page.click("#send")
-    page.wait_for_function(f"document.querySelectorAll('{FINAL}').length > {before}",
+    _wait_for(page, f"document.querySelectorAll('{FINAL}').length > {before}",
                            timeout=timeout)
     return page.locator(FINAL).nth(before).inner_text()
 
@@ -526,6 +919,9 @@ def test_page_in_headless_chromium(app_server, browser, tmp_path):
     screenshots = os.environ.get("DOCGRAPH_SCREENSHOTS")
     if screenshots:  # the documentation's pictures: the page after a turn, and its graph
         Path(screenshots).mkdir(parents=True, exist_ok=True)
+        # the pointer on the selected sentence: its full text in the hover box
+        frame.locator('g.node.selected[data-type="sentence"] circle').first.hover(force=True)
+        frame.locator("#tip").wait_for(state="visible", timeout=5_000)
         page.screenshot(path=str(Path(screenshots) / "web_chat.png"), full_page=True)
         graph = browser.new_page(viewport={"width": 1200, "height": 900})  # the whole graph
         graph.set_content(frame.locator("html").evaluate("e => e.outerHTML"))
@@ -548,6 +944,129 @@ def test_page_in_headless_chromium(app_server, browser, tmp_path):
     print(f"web chat screenshot: {shot}")
 
 
+#: a document whose graph in a turn has more than 40 nodes (47 on its own)
+LIGHTHOUSES = """# Lighthouses of the north coast
+
+The Bell Rock Lighthouse stands on a reef off the coast of Angus. Robert Stevenson designed \
+it and the builders finished it in 1810. Its keepers lived in the tower for weeks at a time.
+
+## Keepers and supply boats
+
+A supply boat brought food, oil and letters from Arbroath every fortnight. Storms often \
+delayed the boat, so the keepers stored extra water and biscuits. The last keepers left the \
+rock when the light became automatic in 1988.
+
+## The signal tower
+
+The signal tower in Arbroath now holds a museum about the lighthouse. Visitors can see the \
+lenses, the logbooks and a model of the reef.
+"""
+
+
+def _inside(box: Dict[str, float], outer: Dict[str, float], slack: float = 0.5) -> bool:
+    return (box["x"] >= outer["x"] - slack and box["y"] >= outer["y"] - slack
+            and box["x"] + box["width"] <= outer["x"] + outer["width"] + slack
+            and box["y"] + box["height"] <= outer["y"] + outer["height"] + slack)
+
+
+def _view_box(frame) -> List[float]:
+    return [float(v) for v in frame.locator("svg.graph").get_attribute("viewBox").split()]
+
+
+def test_graph_panel_fits_zooms_pans_and_shows_full_text(app_server, browser):
+    """Issue 39: in the docs' screenshot the graph ran past its panel's right edge and
+    sentence labels were cut. Every node of a 40-node graph lies inside the panel; the
+    wheel zooms, dragging pans, hovering shows a node's full text; no script is refused."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = _open(context, app_server.url)
+    refused: List[str] = []
+    page.on("console", lambda m: refused.append(m.text)
+            if "Content Security Policy" in m.text or "Refused" in m.text else None)
+    page.fill("#docname", "lighthouses.md")
+    page.fill("#doctext", LIGHTHOUSES)
+    page.click("#adddoc")
+    _wait_for(page, "document.getElementById('docs').textContent.includes('lighthouses')")
+    _send(page, "who designed the bell rock lighthouse?")
+    frame = page.frame_locator("#graph")
+    frame.locator(".node.selected").first.wait_for(timeout=30_000)
+    nodes = frame.locator("g.node")
+    count = nodes.count()
+    assert count >= 40, count
+    panel = page.locator("#graph").bounding_box()
+    assert _inside(panel, page.locator("#right").bounding_box())
+    outside = [i for i in range(count) if not _inside(nodes.nth(i).bounding_box(), panel)]
+    assert outside == [], f"{len(outside)} of {count} nodes (circle and label) outside the panel"
+    # a node's full text on hover (labels are cut at 28 characters)
+    node = frame.locator('g.node.selected[data-type="sentence"]').first
+    label = node.locator("text").text_content()
+    full = node.get_attribute("data-tip")
+    assert label.endswith("…") and label[:-1] in full and len(full) > len(label) + 10
+    node.locator("circle").hover(force=True)
+    tip = frame.locator("#tip")
+    tip.wait_for(state="visible", timeout=5_000)
+    assert tip.inner_text() == full and page.inner_text("#sentence") in full
+    assert _inside(tip.bounding_box(), panel)
+    # zoom about the pointer, pan by dragging, a double click fits again
+    fitted = _view_box(frame)
+    svg = frame.locator("svg.graph").bounding_box()
+    cx, cy = svg["x"] + svg["width"] / 2, svg["y"] + svg["height"] / 2
+    page.mouse.move(cx, cy)
+    page.mouse.wheel(0, -300)
+    _wait_for(page.frames[1], "document.querySelector('svg.graph').viewBox.baseVal.width < "
+              f"{fitted[2] * 0.9}")
+    zoomed = _view_box(frame)
+    assert zoomed[2] < fitted[2] * 0.9 and zoomed[3] < fitted[3] * 0.9, (fitted, zoomed)
+    page.mouse.move(cx - 40, cy - 40)
+    page.mouse.down()
+    page.mouse.move(cx + 60, cy + 30, steps=5)
+    page.mouse.up()
+    panned = _view_box(frame)
+    assert panned[0] < zoomed[0] and panned[1] < zoomed[1] and panned[2:] == zoomed[2:]
+    frame.locator("svg.graph").dblclick(position={"x": 5, "y": 5})
+    assert _view_box(frame) == pytest.approx(fitted, abs=1.0)
+    # the graph view's own script still runs: a click highlights a node's neighbours
+    node.locator("circle").click(force=True)
+    assert frame.locator("g.node.dim").count() > 0
+    assert refused == [], refused
+    context.close()
+
+
+def test_another_origin_cannot_frame_the_chat(app_server, browser):
+    """Issue 39 (4): a page on another origin framed the chat in Chromium."""
+    context = browser.new_context()
+    page = context.new_page()
+
+    def framed() -> bool:
+        page.set_content(f'<iframe id="chat" src="{app_server.url}/" width="800" '
+                         'height="600"></iframe>')
+        page.wait_for_timeout(1500)
+        frame = page.query_selector("#chat").content_frame()
+        try:
+            return frame is not None and frame.query_selector("#msg") is not None
+        except Exception:  # the error page of a refused frame
+            return False
+
+    assert not framed()
+
+    def without_headers(route) -> None:  # the same page, its security headers dropped
+        response = route.fetch()
+        kept = {k: v for k, v in response.headers.items()
+                if k.lower() not in ("x-frame-options", "content-security-policy")}
+        route.fulfill(response=response, headers=kept)
+
+    page.route(f"{app_server.url}/", without_headers)
+    assert framed()  # the check above can fail: without them, the chat is framed
+    context.close()
+
+
+def test_the_page_runs_no_injected_inline_script(app_server, browser):
+    page = _open(browser.new_context(), app_server.url)  # its own script did run (/chat.js)
+    with pytest.raises(Exception):
+        page.add_script_tag(content="window.injected = 1;")
+    assert page.evaluate("typeof window.injected") == "undefined"
+    page.context.close()
+
+
 WATCH = """() => { window.seen = [];
   new MutationObserver(() => document.querySelectorAll('.bot').forEach(
       (b) => window.seen.push([b.className, b.textContent])))
@@ -561,16 +1080,19 @@ def test_page_streams_a_reply_and_takes_an_upload(cli_server, browser):
     final = _send(page, "how does a tide mill work?")
     assert final.startswith("docgraph: ") and len(final) > 10
     partial = [text for cls, text in page.evaluate("window.seen") if "partial" in cls]
-    # the page showed the reply growing before the final one
-    assert partial and all(final.startswith(t) for t in partial)
-    assert min(len(t) for t in partial) < len(final)
+    # the page showed the reply growing before the final one, which is the streamed text
+    # or, where the answer check replaced it, the selected sentence
+    streamed = partial[-1] if partial else ""
+    assert partial and all(streamed.startswith(t) for t in partial)
+    assert min(len(t) for t in partial) < len(streamed)
+    assert final in (streamed, "docgraph: " + page.inner_text("#sentence"))
     assert int(page.locator(FINAL).first.get_attribute("data-tokens")) >= 2
     assert page.inner_text("#sentence") in cli_server.sentences()
     page.set_input_files("#file", files=[{"name": "owls.md", "mimeType": "text/markdown",
                                           "buffer": b"# Owls\n\nOwls hunt at night. They "
                                           b"swallow their prey whole.\n"}])
     page.click("#upload")
-    page.wait_for_function("document.getElementById('docs').textContent.includes('owls.md')")
+    _wait_for(page, "document.getElementById('docs').textContent.includes('owls.md')")
     assert page.inner_text("#docs") == f"{cli_server.doc.name}, owls.md"
     assert _send(page, "when do owls hunt?").startswith("docgraph: ")
     assert page.locator(".error").count() == 0
@@ -587,7 +1109,7 @@ def test_page_survives_bad_messages(cli_server, browser):
 
     page.fill("#msg", "")
     page.click("#send")
-    page.wait_for_function("[...document.querySelectorAll('.note')].some("
+    _wait_for(page, "[...document.querySelectorAll('.note')].some("
                            "(n) => n.textContent.includes('empty message'))")
     then_a_normal_turn()
     for message, expected in (("'x'.repeat(2100000)", "more than the 2000000"),
@@ -605,7 +1127,7 @@ def test_page_survives_bad_messages(cli_server, browser):
     before = errors()
     page.fill("#msg", "hello?")
     page.click("#send")
-    page.wait_for_function(f"document.querySelectorAll('.error').length > {before}")
+    _wait_for(page, f"document.querySelectorAll('.error').length > {before}")
     assert "unknown or expired session" in page.locator(".error").last.inner_text()
     page.evaluate(f"session = '{mine}'")
     then_a_normal_turn()
@@ -620,7 +1142,7 @@ def test_twenty_sessions_at_once(cli_server, browser):
         page.fill("#docname", f"site{i}.md")
         page.fill("#doctext", text)
         page.click("#adddoc")
-        page.wait_for_function(f"document.getElementById('docs').textContent.includes('site{i}.md')")
+        _wait_for(page, f"document.getElementById('docs').textContent.includes('site{i}.md')")
         own.append([f"The beacon of site {i} burns oil number {i}.", "Keepers light it at dusk."])
     start = time.monotonic()
     for i, page in enumerate(pages):

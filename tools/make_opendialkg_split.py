@@ -6,7 +6,8 @@ DialogGSR (mlvlab/DialogGSR @ 9540fd8d, ``preprocess/preprocess_data.py::main``,
 274-301) lists the ids ``1000000 + row`` in row order, calls ``random.seed(42)`` and
 ``random.shuffle`` on that list, and cuts it at ``int(n * 0.7)`` and
 ``int(n * (0.7 + 0.15))``. The permutation depends only on the number of rows, so the
-lists are computed here without the CSV (see ``readers/opendialkg_split.py::dialoggsr_split``).
+lists are computed here without the CSV (see
+``tasks/docgraph/readers/opendialkg_split.py::dialoggsr_split``).
 
     python tools/make_opendialkg_split.py          # rewrite the file
     python tools/make_opendialkg_split.py --check  # exit 1 if it differs

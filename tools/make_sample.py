@@ -2,8 +2,9 @@
 """
 Build the bundled ``docgraph:sample`` dataset (Wizard of Wikipedia raw format).
 
-Reads the human-written source in ``source/topics.yaml`` and ``source/dialogues.yaml``
-and writes the raw WoW split files under ``wizard_of_wikipedia/``::
+Reads the human-written source in ``tasks/docgraph/sample_data/source/topics.yaml`` and
+``.../source/dialogues.yaml`` and writes the raw WoW split files under
+``tasks/docgraph/sample_data/wizard_of_wikipedia/``::
 
     python tools/make_sample.py          # (re)write the JSON files
     python tools/make_sample.py --check  # exit 1 if they are stale

@@ -1,6 +1,6 @@
 """
 Generate the bundled OpenDialKG-format sample (``docgraph:sample_kg``):
-``opendialkg/opendialkg.csv`` and ``opendialkg/opendialkg_triples.txt``.
+``tasks/docgraph/sample_data/opendialkg/opendialkg.csv`` and ``.../opendialkg_triples.txt``.
 
 Written for parlai-docgraph by the project (licence: CC BY 4.0, © the parlai-docgraph
 authors): the facts below are hand-authored common knowledge about films and books, the
@@ -17,7 +17,7 @@ message (same sender) that mentions every entity of the walk.
     python tools/make_sample_kg.py           # rewrite the files
     python tools/make_sample_kg.py --check   # exit 1 if they differ
 
-It also writes ``opendialkg/path_odds.json``: the probability of each assistant walk under
+It also writes ``.../opendialkg/path_odds.json``: the probability of each assistant walk under
 this generator, given the dialogue so far. The walks are drawn at random among the focus
 entity's edges, so no retriever can rank the drawn walk first more often than ``best@1``
 says; ``parlai-docgraph bench --only kg_ceiling`` averages it over a split.
@@ -45,7 +45,7 @@ ODDS_NAME = "path_odds.json"
 Triple = Tuple[str, str, str]
 
 # --------------------------------------------------------------------------------------
-# facts (source/kg_facts.json), authored by the project:
+# facts (tasks/docgraph/sample_data/source/kg_facts.json), authored by the project:
 # FILMS: title -> [year, directors, writers, actors, genres, music, language, extra]
 # BOOKS: title -> [year, authors, genres, extra]; PEOPLE: person -> {relation: [objects]}
 # --------------------------------------------------------------------------------------

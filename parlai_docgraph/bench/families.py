@@ -99,7 +99,7 @@ def _step_fn(name: str, shape: Tuple[int, int, int], seed: int = 0) -> Tuple[Any
     """``(model, loss_fn)``: the project's module for ``name`` and one step's loss on random ids."""
     import torch
 
-    from parlai_docgraph.models.gsr.model import is_causal
+    from parlai_docgraph.models import hub
     from parlai_docgraph.models.gsr.build import build_gsr_model
     from parlai_docgraph.models.responder.model import Responder
 
@@ -113,9 +113,7 @@ def _step_fn(name: str, shape: Tuple[int, int, int], seed: int = 0) -> Tuple[Any
         return torch.randint(5, vocab - 1, (bsz, n), generator=gen).tolist()
 
     if name in ("roberta-base", "bert-base"):
-        from transformers import AutoModel
-
-        encoder = AutoModel.from_config(cfg, add_pooling_layer=False)
+        encoder = hub.model_from_config(cfg, "encoder", seed=seed)  # without its pooler
         head = torch.nn.Linear(cfg.hidden_size, 1)
         model = torch.nn.ModuleDict({"encoder": encoder, "head": head})
         batch = torch.tensor(ids(src_len))
@@ -129,9 +127,7 @@ def _step_fn(name: str, shape: Tuple[int, int, int], seed: int = 0) -> Tuple[Any
 
         return model, loss
     if name == "gpt2":
-        from transformers import AutoModelForCausalLM
-
-        lm = AutoModelForCausalLM.from_config(cfg)
+        lm = hub.model_from_config(cfg, "causal", seed=seed)
         model = Responder(lm, eos_id=cfg.eos_token_id)
         prompts, targets = ids(src_len), ids(tgt_len)
 
@@ -140,10 +136,7 @@ def _step_fn(name: str, shape: Tuple[int, int, int], seed: int = 0) -> Tuple[Any
             return per_token.sum() / tmask.sum()
 
         return model, loss
-    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
-
-    auto = AutoModelForCausalLM if is_causal(cfg) else AutoModelForSeq2SeqLM
-    lm = auto.from_config(cfg)
+    lm = hub.model_from_config(cfg, "lm", seed=seed)  # causal or seq2seq, as the config says
     tok = _FakeTokenizer(cfg)
     model = build_gsr_model(lm, tok, ())
     sources, targets = ids(src_len), ids(tgt_len)
@@ -248,7 +241,7 @@ def family_benchmark(quick: bool = False, names: Optional[Sequence[str]] = None,
 
 @register_benchmark("families")
 def families_benchmark(quick: bool = False) -> Dict[str, Any]:
-    """Issue 12: seconds per training step and peak memory of each full-size family."""
+    """Seconds per training step and peak memory of each full-size family."""
     return family_benchmark(quick)
 
 

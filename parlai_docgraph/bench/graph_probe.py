@@ -1,5 +1,5 @@
 """
-Controlled probe of the graph selector on a generated structure task (issue 17): the
+Controlled probe of the graph selector on a generated structure task: the
 encoder is frozen, every input vector is computed once, and only the selector's graph part
 (context/node projections, EGAT, heads: what ``--graph-learningrate`` trains) is trained.
 A setting takes minutes instead of an hour, so the factors that decide whether the graph can help at all (the

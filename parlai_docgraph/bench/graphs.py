@@ -1,5 +1,5 @@
 """
-Graph-building speed figures (issue 4 benchmark), as one json-safe dict of named numbers.
+Graph-building speed figures (the ``graphs`` benchmark), as one json-safe dict of named numbers.
 
 :func:`graph_benchmark` measures, on the caller's knowledge pools (one ``[(title,
 [sentences])]`` per dialogue):

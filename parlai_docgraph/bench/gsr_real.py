@@ -1,5 +1,5 @@
 """
-DialogGSR on real weights (issue 27, item 4), registered as the ``gsr_real`` benchmark of
+DialogGSR on real weights, registered as the ``gsr_real`` benchmark of
 ``parlai-docgraph bench``: the decoder-only GSR on SmolLM2-135M-Instruct with LoRA beside
 two random models, in the same run, on the same data and with the same recipe.
 
@@ -201,5 +201,5 @@ def markdown_table(result: Dict[str, Any]) -> str:
 
 @register_benchmark("gsr_real")
 def gsr_real_benchmark(quick: bool = False) -> Dict[str, Any]:
-    """Issue 27 item 4: DialogGSR on SmolLM2-135M-Instruct (LoRA) beside random models."""
+    """DialogGSR on SmolLM2-135M-Instruct (LoRA) beside random models."""
     return run(quick)

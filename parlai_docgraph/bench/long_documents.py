@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from parlai_docgraph.bench.cli import GOAL_MAXIMA, register_benchmark
+from parlai_docgraph.jsonio import iter_jsonl
 
 SIZES = {"10KB": 10_000, "100KB": 100_000, "1MB": 1_000_000, "5MB": 5_000_000}
 #: the docqa documents every size starts with; the turns ask their questions
@@ -87,9 +88,7 @@ def questions_in(text: str, limit: int) -> List[Dict[str, str]]:
     across documents (one dialogue that changes topic)."""
     from parlai_docgraph.bench.long_text import _docqa_folder
 
-    rows = [json.loads(line) for line in
-            (_docqa_folder() / "questions.jsonl").read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    rows = [row for _, row in iter_jsonl(str(_docqa_folder() / "questions.jsonl"))]
     by_doc: Dict[str, List[Dict[str, str]]] = {}
     for row in rows:
         if row["answer"] in text:
@@ -250,7 +249,7 @@ def markdown_table(result: Dict[str, Any]) -> str:
 
 @register_benchmark("long_documents")
 def long_documents_benchmark(quick: bool = False) -> Dict[str, Any]:
-    """Issue 31: index rate, first reply, per-turn latency by stage and peak memory."""
+    """Index rate, first reply, per-turn latency by stage and peak memory."""
     datapath = os.environ.get("PARLAI_DATAPATH") or _default_datapath()
     names = QUICK_SIZES if quick else tuple(SIZES)
     return run_sizes(names, "zoo:docgraph/sample/model", datapath, 3 if quick else 8)

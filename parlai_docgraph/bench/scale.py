@@ -1,6 +1,6 @@
 """
-``parlai-docgraph bench --only scale``: what parsing once and incremental extension save
-(issue 15). Single process, dep parser + rule coreference, every ratio from the same run.
+``parlai-docgraph bench --only scale``: what parsing once and incremental extension save.
+Single process, dep parser + rule coreference, every ratio from the same run.
 
 ``parse_cache`` (per dataset: ``real_wow``, the first 5 dialogues of WoW ``train.json`` from
 ``../shared/data/real`` or ``$PARLAI_DOCGRAPH_REAL_DATA`` read by ``docgraph:wow`` (skipped
@@ -19,15 +19,14 @@ projection *with* the cache is an upper bound.
 
 ``extend`` (``extend_document_graph`` by one passage of 5 fresh sentences at 10, 100, 1,000
 existing passages; quick: 10, 100): ``extend_ms`` median over 5 extensions of the
-incremental path, ``rebuild_extend_ms`` of the previous behaviour (the graph rebuilt from
-its passages with a memoising parser: only the new sentences are parsed, coreference and
-assembly re-run over everything); ``extend_growth`` / ``rebuild_growth``: largest over
-smallest size (goal <= 1.5 for ``extend_growth``).
+incremental path, ``rebuild_extend_ms`` of a graph without its assembly (as a store loads
+it: rebuilt from its passages with a memoising parser, so only the new sentences are
+parsed, coreference and assembly re-run over everything); ``extend_growth`` /
+``rebuild_growth``: largest over smallest size (goal <= 1.5 for ``extend_growth``).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from parlai_docgraph.bench.cli import register_benchmark
+from parlai_docgraph.jsonio import iter_json_array
 
 Pool = List[Tuple[str, List[str]]]
 #: ``$PARLAI_DOCGRAPH_REAL_DATA`` (a ``data/real`` folder) or ``../shared/data/real``
@@ -67,31 +67,32 @@ def task_pools(task: str, datatype: str, datapath: str, *args: str) -> Tuple[Lis
 
 
 def parse_cache_figures(pools: Sequence[Pool]) -> Dict[str, Any]:
-    """Build ``pools`` without and with a cold parse cache, then with a warm one."""
-    from parlai_docgraph.graphs.parse_cache import CachedParser, ParseCache
-    from parlai_docgraph.graphs.parsers.dep import DepParser
-    from parlai_docgraph.graphs.semantic import build_document_graph
+    """Build ``pools`` without and with a cold parse cache, then with a warm one (each
+    through a :class:`~parlai_docgraph.graphs.factory.GraphFactory`, as ``build_graphs``)."""
+    from parlai_docgraph.graphs.config import GraphConfig, GraphVariant
+    from parlai_docgraph.graphs.factory import GraphFactory
 
     sentences = [s for pool in pools for _, sents in pool for s in sents if s.strip()]
-    plain = DepParser()
-    list(plain.nlp.pipe(sentences[:16]))  # warm-up
+    plain = GraphFactory(GraphConfig())
+    list(plain.backends()[0].nlp.pipe(sentences[:16]))  # warm-up
     start = time.perf_counter()
     for pool in pools:
-        build_document_graph(pool, parser=plain)
+        plain.build(pool)
     without = time.perf_counter() - start
     with tempfile.TemporaryDirectory() as root:
-        cached = CachedParser(DepParser(), ParseCache.for_store(root))
+        cold = GraphFactory(GraphConfig(), parse_cache=root)
         start = time.perf_counter()
         for pool in pools:
-            build_document_graph(pool, parser=cached)
+            cold.build(pool)
         with_cache = time.perf_counter() - start
-        warm = CachedParser(DepParser(), ParseCache.for_store(root))
+        # the filled cache read by a build with other graph options (no role edges)
+        warm = GraphFactory(GraphConfig(variant=GraphVariant.COREF), parse_cache=root)
         start = time.perf_counter()
         for pool in pools:
-            build_document_graph(pool, parser=warm, role_edges=False)
+            warm.build(pool)
         warm_s = time.perf_counter() - start
-        cached.cache.close()
-        warm.cache.close()
+        for factory in (cold, warm):
+            factory.backends()[0].cache.close()
     distinct = len(set(sentences))
     return {
         "pools": len(pools), "sentences": len(sentences), "distinct_sentences": distinct,
@@ -133,28 +134,29 @@ def _fresh_passages(flat: Sequence[str], count: int, start: int, size: int = 5) 
 
 def extend_figures(pools: Sequence[Pool], sizes: Sequence[int], repeats: int = 5) -> Dict[str, Any]:
     """Median ms of extending an N-passage graph by one passage, incremental vs rebuild."""
-    from parlai_docgraph.graphs.parsers.dep import DepParser
+    from parlai_docgraph.graphs.config import GraphConfig
+    from parlai_docgraph.graphs.factory import GraphFactory
     from parlai_docgraph.graphs.schema import DocumentGraph
-    from parlai_docgraph.graphs.semantic import build_document_graph, extend_document_graph
 
     flat = [s for pool in pools for _, sents in pool for s in sents if s.strip()]
-    parser = DepParser(memo_size=10 ** 6)
+    factory = GraphFactory(GraphConfig(), parse_memo=10 ** 6)
     incremental: Dict[str, float] = {}
     rebuild: Dict[str, float] = {}
     for j, n in enumerate(sizes):
-        graph = build_document_graph(_fresh_passages(flat, n, 0), parser=parser)
+        graph = factory.build(_fresh_passages(flat, n, 0))
         times, old = [], []
         for r in range(repeats):  # new passages never parsed before: parsing is part of the cost
             fresh = 10 ** 5 + 1000 * j + 2 * r
             new = _fresh_passages(flat, 1, fresh)
             start = time.perf_counter()
-            graph = extend_document_graph(graph, new, parser=parser)
+            graph = factory.extend(graph, new)
             times.append(time.perf_counter() - start)
-            # previous behaviour: a graph without its assembly is rebuilt from its passages
+            # the rebuild: a graph without its assembly (as loaded from a store) is rebuilt
+            # from its passages
             loaded = DocumentGraph(nodes=graph.nodes, edges=graph.edges, meta=graph.meta)
             other = _fresh_passages(flat, 1, fresh + 1)
             start = time.perf_counter()
-            extend_document_graph(loaded, other, parser=parser)
+            factory.extend(loaded, other)
             old.append(time.perf_counter() - start)
         incremental[str(n)] = round(1000 * statistics.median(times), 2)
         rebuild[str(n)] = round(1000 * statistics.median(old), 2)
@@ -176,7 +178,7 @@ def scale_benchmark(quick: bool = False, real: Optional[Path] = REAL_WOW) -> Dic
             shutil.copy(real, folder / "train.json")
             (folder / ".built").write_text("built\n1.0")
             pools, examples = task_pools("docgraph:wow", "train", datapath)
-            turns = sum(len(d["dialog"]) for d in json.loads(Path(real).read_text()))
+            turns = sum(len(d["dialog"]) for _, _, d in iter_json_array(str(real)))
             out["real_wow"] = parse_cache_figures(pools)
             out["full_wow_projection"] = full_wow_projection(out["real_wow"], examples, turns)
         synthetic, _ = task_pools("docgraph:synthetic", "valid", datapath)

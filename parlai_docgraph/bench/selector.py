@@ -1,6 +1,6 @@
 """
 ``parlai-docgraph bench --only selector``: what the document graph costs the knowledge
-selector over the plain cross-encoder ranking baseline (issue 5).
+selector over the plain cross-encoder ranking baseline.
 
 Two :class:`~parlai_docgraph.agents.graph_selector.agent.GraphSelectorAgent` s with the same
 encoder (``minilm-l6``, the offline default) and the paper's hyper-parameters, created in the
@@ -20,7 +20,7 @@ same run: ``--graph-variant full`` and ``--graph-variant none``. Figures:
   (``batchify`` + ``train_step``) on batches of the bundled sample (16 examples, 4 with
   ``--quick``; k = 5 sampled negatives), graphs already built and embedded, the variants'
   steps interleaved (:func:`train_rates`); ``train_speed_ratio``: time per example of
-  ``full`` / ``none`` (goal <= 1.15, issue 15).
+  ``full`` / ``none`` (goal <= 1.15, ``bench.GOAL_MAXIMA``).
 
 Pools of exactly ``n - 1`` sentences (plus ``no_passages_used``) are cut from the bundled
 ``docgraph:sample`` passages (real Wikipedia text; past its ~150 distinct sentences the

@@ -1,7 +1,7 @@
 """
-Issue 15: the selector's training-speed ratio (``full`` / ``none``, MiniLM) measured two ways
-in one process with the same two agents: steps interleaved (``bench.selector.train_rates``,
-what ``parlai-docgraph bench --only selector`` reports) and then the previous block-by-block
+The selector's training-speed ratio (``full`` / ``none``, MiniLM) measured two ways in one
+process with the same two agents: steps interleaved (``bench.selector.train_rates``, what
+``parlai-docgraph bench --only selector`` reports) and then a block-by-block
 loop (all steps of one agent, then the other's). Prints one JSON line.
 
     OMP_NUM_THREADS=1 python -m parlai_docgraph.bench.train_speed_methods [--steps 6]

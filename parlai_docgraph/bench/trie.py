@@ -1,6 +1,6 @@
 """
 Path-trie memory and build time at OpenDialKG scale, registered as the ``trie`` benchmark
-of ``parlai-docgraph bench`` (issue 16, item 2).
+of ``parlai-docgraph bench``.
 
 The KG is :func:`~.gsr.opendialkg_size_kg`: OpenDialKG's real 100k entity and 1.3k
 relation names with 1,190,658 seeded triples (the real triples file is not shipped).
@@ -177,5 +177,5 @@ def trie_at_scale(quick: bool) -> Dict[str, Any]:
 
 @register_benchmark("trie")
 def trie_benchmark(quick: bool = False) -> Dict[str, Any]:
-    """Issue 16: per-turn trie build time and memory on an OpenDialKG-size KG."""
+    """Per-turn trie build time and memory on an OpenDialKG-size KG."""
     return trie_at_scale(quick)

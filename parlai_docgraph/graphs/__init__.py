@@ -8,7 +8,8 @@ Documents -> graphs (no ParlAI imports here).
 - :mod:`.semantic`: Li et al.'s document semantic graph, :func:`build_document_graph`
   (``extend_document_graph`` appends later-retrieved passages).
 - :mod:`.multilevel`: Zhang & Tan's multi-level graph, :func:`build_multilevel_graph`.
-- :mod:`.cache`: content-hash keyed, versioned graph store (atomic, resumable, sharded).
+- :mod:`.store`: :class:`~.store.GraphStore`, the content-hash keyed, versioned graph store
+  (atomic, resumable, sharded).
 - :mod:`.config`: the graph options (:class:`GraphVariant`, :class:`GraphConfig`, one
   argument group); :mod:`.factory`: :class:`~.factory.GraphFactory`, the one place that
   builds a config's graphs and computes their store keys (used by the CLI, the teachers'
@@ -17,25 +18,20 @@ Documents -> graphs (no ParlAI imports here).
   versioned on-disk cache.
 - :mod:`.render`: self-contained HTML page of a graph.
 
-Heavy dependencies (spaCy, torch) are imported lazily, on first use.
+The names below are imported on first use (:mod:`parlai_docgraph.lazy`): importing one
+module of the package (``knowledge_lines``, ``corpus``) loads neither the builders nor
+spaCy; heavy dependencies (spaCy, torch) are imported when first needed.
 """
 
-from parlai_docgraph.graphs.schema import (
-    CONCEPT_KINDS,
-    EDGE_TYPES,
-    NODE_TYPES,
-    ROLE_EDGE_TYPES,
-    SCHEMA_VERSION,
-    DocumentGraph,
-    Edge,
-    Node,
-)
-from parlai_docgraph.graphs.multilevel import build_multilevel_graph
-from parlai_docgraph.graphs.config import GraphConfig, GraphVariant
-from parlai_docgraph.graphs.semantic import build_document_graph, extend_document_graph
+from parlai_docgraph.lazy import lazy_exports
 
-__all__ = [
-    "CONCEPT_KINDS", "EDGE_TYPES", "NODE_TYPES", "ROLE_EDGE_TYPES",
-    "SCHEMA_VERSION", "DocumentGraph", "Edge", "GraphConfig", "GraphVariant", "Node",
-    "build_document_graph", "build_multilevel_graph", "extend_document_graph",
-]
+_EXPORTS = {
+    **{name: "schema" for name in ("CONCEPT_KINDS", "EDGE_TYPES", "NODE_TYPES",
+                                   "ROLE_EDGE_TYPES", "SCHEMA_VERSION", "DocumentGraph",
+                                   "Edge", "Node")},
+    "GraphConfig": "config", "GraphVariant": "config",
+    "build_document_graph": "semantic", "extend_document_graph": "semantic",
+    "build_multilevel_graph": "multilevel",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -153,17 +153,34 @@ class SemanticAssembly:
             self.collapsed.edge(src, dst, "edge")
 
     def _concepts(self, parsed: Sequence[ParsedSentence], base: int) -> None:
-        """Entity and predicate nodes of the new sentences (numbered from ``base``)."""
-        b, run = self.b, self.run
+        """Entity and predicate nodes of the new sentences (numbered from ``base``): the
+        mentions grouped into new entity nodes or joined to earlier ones, then each
+        sentence's concept edges, predicates and role edges."""
         text: Dict[MentionRef, str] = {}
         in_sentence: Dict[int, List[MentionRef]] = {}
         for g, ps in enumerate(parsed, base):
             for m in ps.mentions():
                 text[(g, m.start, m.end)] = m.text
                 in_sentence.setdefault(g, []).append((g, m.start, m.end))
-        merge = self.options.get("coref_merge", "all")
+        groups, joined = self._groups(text, base)
+        for refs in groups.values():
+            self._entity_node(refs, text)
+        options = self.options
+        if options.get("coref_merge", "all") != "all" and options.get("coref_edges", True):
+            self._coref_edges(text)
+        for nid, refs in joined.items():
+            self._join(nid, refs, text)
+        for g, ps in enumerate(parsed, base):
+            self._sentence_concepts(g, ps, in_sentence.get(g, ()))
+
+    def _groups(self, text: Dict[MentionRef, str], base: int
+                ) -> Tuple[Dict[Any, List[MentionRef]], Dict[int, List[MentionRef]]]:
+        """``(groups, joined)``: the new mentions of each new entity node (by
+        ``coref_merge``: a cluster, a cluster within a passage, or one mention), and the
+        new mentions joining each earlier node (a cluster that began in an earlier batch)."""
+        run, merge = self.run, self.options.get("coref_merge", "all")
         groups: Dict[Any, List[MentionRef]] = {}
-        joined: Dict[int, List[MentionRef]] = {}  # earlier node -> new mentions joining it
+        joined: Dict[int, List[MentionRef]] = {}
         for ref in sorted(text):
             cluster = run.cluster_of(ref)
             if merge == "none":  # one node per mention
@@ -174,54 +191,65 @@ class SemanticAssembly:
                 joined.setdefault(self.node_of_ref[run.first[cluster]], []).append(ref)
             else:
                 groups.setdefault(cluster, []).append(ref)
-        for refs in groups.values():
-            canon = max(refs, key=lambda r: _canonical_key(r, text[r]))
-            nid = b.node(
-                type="concept", text=text[canon], passage=self.passage_of[canon[0]],
-                sentence=canon[0], span=(canon[1], canon[2]), mentions=tuple(refs),
-                kind="entity",
+        return groups, joined
+
+    def _entity_node(self, refs: List[MentionRef], text: Dict[MentionRef, str]) -> None:
+        """A new entity node for the mentions ``refs``, named by the canonical one."""
+        canon = max(refs, key=lambda r: _canonical_key(r, text[r]))
+        nid = self.b.node(
+            type="concept", text=text[canon], passage=self.passage_of[canon[0]],
+            sentence=canon[0], span=(canon[1], canon[2]), mentions=tuple(refs),
+            kind="entity",
+        )
+        self.canon[nid] = (_canonical_key(canon, text[canon]), canon, text[canon])
+        for ref in refs:
+            self.node_of_ref[ref] = nid
+
+    def _coref_edges(self, text: Dict[MentionRef, str]) -> None:
+        """``coref`` edges from each part of a split cluster to the canonical mention's."""
+        for refs in self.run.clusters():
+            refs = [r for r in refs if r in text]
+            if refs:
+                canon = self.node_of_ref[max(refs, key=lambda r: _canonical_key(r, text[r]))]
+                for ref in refs:
+                    self._edge(self.node_of_ref[ref], canon, "coref")
+
+    def _join(self, nid: int, refs: List[MentionRef], text: Dict[MentionRef, str]) -> None:
+        """Earlier node ``nid`` updated in place with its new mentions ``refs`` (the
+        canonical name, span and sentence follow the longest mention)."""
+        best = max([self.canon[nid]] + [(_canonical_key(r, text[r]), r, text[r]) for r in refs])
+        self.canon[nid] = best
+        _, canon, name = best
+        old = self.b.nodes[nid]
+        self.b.nodes[nid] = Node(
+            id=nid, type="concept", text=name, passage=self.passage_of[canon[0]],
+            sentence=canon[0], span=(canon[1], canon[2]), mentions=old.mentions + tuple(refs),
+            kind="entity",
+        )
+        for ref in refs:
+            self.node_of_ref[ref] = nid
+
+    def _sentence_concepts(self, g: int, ps: ParsedSentence, refs: Sequence[MentionRef]) -> None:
+        """Sentence ``g``'s edges to its entity nodes (``refs``), its predicate nodes and,
+        unless ``role_edges`` is off, the role edges of its predicates and relations."""
+        b, role_edges = self.b, self.options.get("role_edges", True)
+        sid = self.sentence_node[g]
+        for ref in sorted(refs):
+            self._edge(sid, self.node_of_ref[ref], "sentence_concept")
+        for pred in ps.predicates:
+            pid = b.node(
+                type="concept", text=pred.text, passage=self.passage_of[g], sentence=g,
+                span=(pred.start, pred.end), mentions=((g, pred.start, pred.end),),
+                kind="predicate",
             )
-            self.canon[nid] = (_canonical_key(canon, text[canon]), canon, text[canon])
-            for ref in refs:
-                self.node_of_ref[ref] = nid
-        if merge != "all" and self.options.get("coref_edges", True):
-            for refs in run.clusters():  # each part of a split cluster -> the canonical one
-                refs = [r for r in refs if r in text]
-                if refs:
-                    canon = self.node_of_ref[max(refs, key=lambda r: _canonical_key(r, text[r]))]
-                    for ref in refs:
-                        self._edge(self.node_of_ref[ref], canon, "coref")
-        for nid, refs in joined.items():
-            best = max([self.canon[nid]] + [(_canonical_key(r, text[r]), r, text[r]) for r in refs])
-            self.canon[nid] = best
-            _, canon, name = best
-            old = b.nodes[nid]
-            b.nodes[nid] = Node(
-                id=nid, type="concept", text=name, passage=self.passage_of[canon[0]],
-                sentence=canon[0], span=(canon[1], canon[2]), mentions=old.mentions + tuple(refs),
-                kind="entity",
-            )
-            for ref in refs:
-                self.node_of_ref[ref] = nid
-        role_edges = self.options.get("role_edges", True)
-        for g, ps in enumerate(parsed, base):
-            sid = self.sentence_node[g]
-            for ref in sorted(in_sentence.get(g, ())):
-                self._edge(sid, self.node_of_ref[ref], "sentence_concept")
-            for pred in ps.predicates:
-                pid = b.node(
-                    type="concept", text=pred.text, passage=self.passage_of[g], sentence=g,
-                    span=(pred.start, pred.end), mentions=((g, pred.start, pred.end),),
-                    kind="predicate",
-                )
-                self._edge(sid, pid, "sentence_concept")
-                if role_edges:
-                    for arg in pred.arguments:
-                        self._edge(pid, self.node_of_ref[(g, *arg.mention.key)], arg.role)
+            self._edge(sid, pid, "sentence_concept")
             if role_edges:
-                for rel in ps.relations:
-                    self._edge(self.node_of_ref[(g, *rel.src.key)],
-                               self.node_of_ref[(g, *rel.dst.key)], rel.role)
+                for arg in pred.arguments:
+                    self._edge(pid, self.node_of_ref[(g, *arg.mention.key)], arg.role)
+        if role_edges:
+            for rel in ps.relations:
+                self._edge(self.node_of_ref[(g, *rel.src.key)],
+                           self.node_of_ref[(g, *rel.dst.key)], rel.role)
 
 
 def canonical_form(graph: DocumentGraph) -> Tuple[Any, Any]:

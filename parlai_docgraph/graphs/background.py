@@ -3,8 +3,8 @@
 
 Li et al. (3.1, Table 3) build the WoW graph "using the topic passage and passages
 retrieved at the first turn": ``first_turn`` keeps the first message's pool for the whole
-episode. A later candidate outside it still needs a sentence node of its own (it used to
-attach to the shared, zero-feature no-passage node and be ranked on its Eq. 1 context
+episode. A later candidate outside it still needs a sentence node of its own (else it
+would attach to the shared, zero-feature no-passage node and be ranked on its Eq. 1 context
 alone): the sentences of a later message that the first pool lacks are appended to that
 message's graph as extra passages (one per title, pool order), built with
 ``extend_document_graph`` from the first pool's graph; they are not carried to later turns,

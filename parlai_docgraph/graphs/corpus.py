@@ -265,6 +265,33 @@ def document_paths(specs: Sequence[str]) -> Tuple[List[str], List[str]]:
     return files, problems
 
 
+def path_spellings(specs: Sequence[str]) -> List[str]:
+    """
+    Every spelling (as given, ``~`` expanded, absolute, resolved) of the paths that
+    ``specs`` name and of the files :func:`document_paths` finds for them, longest first:
+    what :func:`file_names_only` shortens. Only spellings with a folder part are kept.
+    """
+    files, _ = document_paths(specs)
+    forms = set()
+    for path in list(specs) + files:
+        full = os.path.expanduser(path)
+        for form in (path, full, os.path.abspath(full), os.path.realpath(full)):
+            form = form.rstrip(os.sep)
+            if os.sep in form:
+                forms.add(form)
+    return sorted(forms, key=len, reverse=True)
+
+
+def file_names_only(note: str, spellings: Sequence[str]) -> str:
+    """``note`` with each path of ``spellings`` (:func:`path_spellings`, longest first, so a
+    file is shortened before its folder) named by its last part only: a message for a user
+    who must not learn where the files lie (the web chat)."""
+    for path in spellings:
+        if path in note:
+            note = note.replace(path, os.path.basename(path))
+    return note
+
+
 def read_corpus(path: Union[str, Path]) -> Iterator[Tuple[str, Optional[Pool], Optional[str]]]:
     """``(where, pool, None)`` per document, or ``(where, None, reason)`` for bad input;
     ``ValueError`` when ``path`` is neither a folder nor a ``.jsonl`` file."""

@@ -10,6 +10,13 @@ gold sentence and its concepts) a thick red one; ``caption`` is shown under the 
 Clicking a node highlights it and its neighbours. No external resources are referenced.
 :func:`turn_graph_html` / :func:`write_turn_graph`: the page of a chat turn (``--show-graph``,
 the web chat), the selected sentence and the top concepts highlighted.
+
+``panel=True`` (the web chat's graph panel, an ``<iframe>``): the same graph drawn to fill
+the frame, scaled so that every node and label fits (the view box is the drawing's bounding
+box, set again whenever a turn's page loads); the wheel zooms about the pointer, dragging
+pans, a double click fits again, and hovering a node shows its full text in a box (labels
+are cut at 28 characters). The scripts are constants (:func:`inline_scripts`), so a
+Content-Security-Policy can allow them by hash.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ STRUCTURE = frozenset({
     "self_loop",
 })
 WIDTH, HEIGHT, MARGIN = 1200, 900, 60
+LABEL_CHARS = 28
 
 SCRIPT = """
 document.querySelectorAll('g.node').forEach(function (g) {
@@ -46,6 +54,78 @@ document.querySelectorAll('g.node').forEach(function (g) {
     });
   });
 });
+"""
+
+PANEL_SCRIPT = """
+(function () {
+  var svg = document.querySelector('svg.graph'), view = document.getElementById('view');
+  var tip = document.getElementById('tip'), box = null, drag = null, moved = false;
+  function show(b) { box = b; svg.setAttribute('viewBox', b.join(' ')); }
+  function fit() {
+    var b = view.getBBox(), pad = 8;
+    show([b.x - pad, b.y - pad, Math.max(b.width, 1) + 2 * pad, Math.max(b.height, 1) + 2 * pad]);
+  }
+  function at(ev) {
+    var p = svg.createSVGPoint();
+    p.x = ev.clientX; p.y = ev.clientY;
+    return p.matrixTransform(svg.getScreenCTM().inverse());
+  }
+  svg.addEventListener('wheel', function (ev) {
+    ev.preventDefault();
+    var p = at(ev), k = ev.deltaY > 0 ? 1.2 : 1 / 1.2;
+    show([p.x - (p.x - box[0]) * k, p.y - (p.y - box[1]) * k, box[2] * k, box[3] * k]);
+  }, {passive: false});
+  svg.addEventListener('pointerdown', function (ev) {
+    drag = {x: ev.clientX, y: ev.clientY, box: box.slice(), scale: 1 / svg.getScreenCTM().a};
+    moved = false;
+  });
+  svg.addEventListener('pointermove', function (ev) {
+    if (!drag) return;
+    var dx = ev.clientX - drag.x, dy = ev.clientY - drag.y;
+    if (Math.abs(dx) + Math.abs(dy) > 3) moved = true;
+    if (moved) {
+      svg.classList.add('panning');
+      show([drag.box[0] - dx * drag.scale, drag.box[1] - dy * drag.scale, drag.box[2], drag.box[3]]);
+    }
+  });
+  function end() { drag = null; svg.classList.remove('panning'); }
+  svg.addEventListener('pointerup', end);
+  svg.addEventListener('pointerleave', end);
+  svg.addEventListener('click', function (ev) {
+    if (moved) { ev.stopPropagation(); moved = false; }
+  }, true);
+  svg.addEventListener('dblclick', fit);
+  function place(ev) {
+    var x = ev.clientX + 12, y = ev.clientY + 12;
+    if (x + tip.offsetWidth > innerWidth) x = Math.max(0, ev.clientX - tip.offsetWidth - 12);
+    if (y + tip.offsetHeight > innerHeight) y = Math.max(0, ev.clientY - tip.offsetHeight - 12);
+    tip.style.left = x + 'px'; tip.style.top = y + 'px';
+  }
+  document.querySelectorAll('g.node').forEach(function (g) {
+    var title = g.querySelector('title');
+    g.dataset.tip = title ? title.textContent : '';
+    if (title) title.remove();
+    g.addEventListener('mouseenter', function (ev) {
+      tip.textContent = g.dataset.tip; tip.hidden = false; place(ev);
+    });
+    g.addEventListener('mousemove', place);
+    g.addEventListener('mouseleave', function () { tip.hidden = true; });
+  });
+  fit();
+})();
+"""
+
+PANEL_STYLE = """
+html, body { height: 100%; }
+body { display: flex; flex-direction: column; overflow: hidden; font-size: 12px; }
+h3 { margin: 2px 0; font-size: 13px; }
+svg.graph { flex: 1; min-height: 0; width: 100%; display: block; cursor: grab; touch-action: none; }
+svg.graph.panning { cursor: grabbing; }
+.node { cursor: pointer; }
+.node text { pointer-events: auto; }
+#tip { position: fixed; max-width: 60%; background: #fffbe6; border: 1px solid #888; padding: 4px 6px;
+       white-space: pre-wrap; pointer-events: none; z-index: 1; }
+#tip[hidden] { display: none; }
 """
 
 STYLE = """
@@ -68,7 +148,7 @@ def _colour(node: Node) -> str:
     return COLOURS.get(node.kind or node.type, COLOURS.get(node.type, "#ccc"))
 
 
-def _short(text: str, limit: int = 28) -> str:
+def _short(text: str, limit: int = LABEL_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -92,11 +172,18 @@ def layout(graph: DocumentGraph, seed: int = 0) -> Dict[int, Tuple[float, float]
     }
 
 
+def inline_scripts() -> Tuple[str, ...]:
+    """The inline scripts the pages of :func:`render_html` hold, exactly as written there."""
+    return SCRIPT, PANEL_SCRIPT
+
+
 def render_html(
     graph: DocumentGraph, selected: Iterable[int] = (), title: Optional[str] = None,
     seed: int = 0, gold: Iterable[int] = (), caption: Optional[str] = None,
+    panel: bool = False,
 ) -> str:
-    """The HTML page of ``graph`` (see the module docstring)."""
+    """The HTML page of ``graph`` (see the module docstring; ``panel``: the page that fits
+    the web chat's graph panel)."""
     chosen = set(selected)
     golden = set(gold)
     pos = layout(graph, seed)
@@ -143,15 +230,22 @@ def render_html(
     note = f'<div id="caption">{esc(caption)}</div>' if caption else ""
     heading = esc(title or f"{graph.meta.get('builder', 'graph')} graph")
     meta = esc(", ".join(f"{k}={graph.meta[k]}" for k in ("parser", "coref") if k in graph.meta))
+    if panel:
+        svg = (f'<svg class="graph" xmlns="http://www.w3.org/2000/svg" width="100%" height="100%" '
+               f'preserveAspectRatio="xMidYMid meet" viewBox="0 0 {WIDTH} {HEIGHT}">'
+               f'<g id="view">{"".join(parts)}</g></svg><div id="tip" hidden></div>')
+        style, scripts = STYLE + PANEL_STYLE, f"<script>{SCRIPT}</script><script>{PANEL_SCRIPT}</script>"
+    else:
+        svg = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+               f'viewBox="0 0 {WIDTH} {HEIGHT}">{"".join(parts)}</svg>')
+        style, scripts = STYLE, f"<script>{SCRIPT}</script>"
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
-        f"<title>{heading}</title><style>{STYLE}</style></head><body>"
+        f"<title>{heading}</title><style>{style}</style></head><body>"
         f"<h3>{heading}</h3>"
         f"{note}<div>{len(graph.nodes)} nodes, {len(graph.edges)} edges. {meta}</div>"
         f'<div id="legend">{legend}<span style="border:4px solid #000">selected</span></div>'
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}">{"".join(parts)}</svg>'
-        f"<script>{SCRIPT}</script></body></html>\n"
+        f"{svg}{scripts}</body></html>\n"
     )
 
 
@@ -183,10 +277,11 @@ def write_turn_graph(graph: DocumentGraph, path: str, selection: Dict[str, Any],
     return write_text_atomic(path, turn_graph_html(graph, selection, user_text, reply))
 
 
-def turn_graph_html(graph: DocumentGraph, selection: Dict[str, Any], user_text: str, reply: str) -> str:
+def turn_graph_html(graph: DocumentGraph, selection: Dict[str, Any], user_text: str, reply: str,
+                    panel: bool = False) -> str:
     """
     The HTML page of ``graph``: the selected sentence node and the nodes of the top
-    concepts highlighted, the turn in the caption.
+    concepts highlighted, the turn in the caption (``panel``: see :func:`render_html`).
     """
     from parlai_docgraph.graphs.concept_label import concept_label
 
@@ -199,4 +294,5 @@ def turn_graph_html(graph: DocumentGraph, selection: Dict[str, Any], user_text: 
     caption = (f"user: {user_text} | selected: {selection.get('sentence')} | "
                f"concepts: {', '.join(selection.get('top_concepts') or []) or '-'} | "
                f"reply: {reply}")
-    return render_html(graph, selected=chosen, title="docgraph: last turn", caption=caption)
+    return render_html(graph, selected=chosen, title="docgraph: last turn", caption=caption,
+                       panel=panel)

@@ -42,15 +42,16 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 from parlai_docgraph.atomic import read_verified, write_text_atomic
 from parlai_docgraph.graphs.corpus import Pool, document_paths, language_note, parse_document
 from parlai_docgraph.graphs.retrievers import BM25Retriever, Retriever
+from parlai_docgraph.textnorm import decode_text, replaced_note
 
 #: bump when the cached layout or the reader's output changes (2: passage titles name their
 #: document, plain-text headings are titles)
 INDEX_FORMAT_VERSION = 2
 #: the default sentence budget of a turn's pool (``--retrieval-sentences``): chosen on the
 #: docgraph:docqa valid questions asked against all 13 valid documents at once (BM25, the
-#: zoo model before issue 40: accuracy 0.839 / 0.847 / 0.839 at 24 / 32 / 40 sentences;
-#: retrieval recall 0.960 / 0.976 / 0.976); with the hybrid retriever and issue 40's zoo
-#: model 24 and 32 tie (recall 1.000, accuracy 0.871), so it stays
+#: zoo model before multi-document pools: accuracy 0.839 / 0.847 / 0.839 at 24 / 32 / 40
+#: sentences; retrieval recall 0.960 / 0.976 / 0.976); with the hybrid retriever and the zoo
+#: model of multi-document pools 24 and 32 tie (recall 1.000, accuracy 0.871), so it stays
 DEFAULT_BUDGET = 32
 
 
@@ -72,6 +73,7 @@ class IndexedDocument:
     passages: Pool
     cached: bool = False  # read from the on-disk cache
     sha256: str = ""  # of the file's bytes (the key of its cached dense vectors)
+    replaced: int = 0  # characters that were not text, replaced (textnorm.decode_text)
 
     @property
     def lines(self) -> List[str]:
@@ -153,24 +155,26 @@ class DocumentIndex:
 
     def read(self, path: str) -> IndexedDocument:
         """One document (from the cache when its bytes were read before); ``OSError`` /
-        ``UnicodeDecodeError`` / ``ValueError`` name the file."""
+        ``ValueError`` name the file. Bytes that are not UTF-8 and characters no later stage
+        can encode are replaced (:func:`~parlai_docgraph.textnorm.decode_text`)."""
         data = Path(path).read_bytes()
         sha = hashlib.sha256(data).hexdigest()
         cache = self._cache_file(data)
         if cache is not None:
             hit = read_verified(cache, _check_cached)
             if hit is not None:
-                return IndexedDocument(path, hit["lang"], hit["passages"], True, sha)
-        text = data.decode("utf-8")
+                return IndexedDocument(path, hit["lang"], hit["passages"], cached=True,
+                                       sha256=sha, replaced=hit["replaced"])
+        text, replaced = decode_text(data, path)
         bar = _Progress(len(text), Path(path).name, self.progress and len(text) > 200_000)
         try:
             passages, lang = parse_document(text, path, bar)
         finally:
             bar.close()
         if cache is not None:
-            write_text_atomic(cache, json.dumps({"lang": lang, "passages": passages},
-                                                ensure_ascii=False))
-        return IndexedDocument(path, lang, passages, sha256=sha)
+            write_text_atomic(cache, json.dumps({"lang": lang, "passages": passages,
+                                                 "replaced": replaced}, ensure_ascii=False))
+        return IndexedDocument(path, lang, passages, sha256=sha, replaced=replaced)
 
     def load(self, specs: Sequence[str]) -> List[str]:
         """
@@ -185,7 +189,9 @@ class DocumentIndex:
     def add(self, paths: Sequence[str]) -> List[str]:
         """
         Read and index the documents at ``paths`` (existing files); returns one note per
-        document that could not be used or is not English. The retriever is rebuilt over
+        document that could not be used, had characters replaced or is not English. A path
+        indexed before is read again and replaces its earlier version (in place); when its
+        new version cannot be used, the earlier one stays. The retriever is rebuilt over
         every passage (a dense one reads the vectors of documents it has seen, or their
         cache, and embeds the others).
         """
@@ -195,28 +201,51 @@ class DocumentIndex:
         for path in paths:
             try:
                 doc = self.read(path)
-            except (OSError, UnicodeDecodeError, ValueError) as err:
+            except (OSError, ValueError) as err:  # UnicodeDecodeError is a ValueError
                 notes.append(f"document not used: {err}")
                 continue
-            self.documents.append(doc)
-            self.whole.extend(doc.passages)
-            self.passages.extend(window_passages(doc.passages, self.max_passage_sentences))
+            earlier = [i for i, d in enumerate(self.documents) if d.path == path]
+            if earlier:
+                self.documents[earlier[0]] = doc
+            else:
+                self.documents.append(doc)
             added += sum(len(s) for _, s in doc.passages)
+            if doc.replaced:
+                notes.append(replaced_note(path, doc.replaced))
             note = language_note(path, doc.lang)
             if note:
                 notes.append(note)
         read_s = time.perf_counter() - start
         if added:
-            if self._shares_retriever:  # a fork builds on a copy of its own
-                self.retriever, self._shares_retriever = self.retriever.fork(), False
-            self.retriever.build(self.passages, [
-                (d.sha256 or d.path, d.lines) for d in self.documents])
+            self._rebuild()
         self.last_pool = None
         total = time.perf_counter() - start
         self.stats = {"read_seconds": read_s, "retriever_seconds": total - read_s,
                       "index_seconds": total, "sentences": float(added),
                       "sentences_per_second": added / max(total, 1e-9)}
         return notes
+
+    def remove(self, paths: Sequence[str]) -> int:
+        """Drop the documents at ``paths`` from the index; how many were dropped."""
+        before, gone = len(self.documents), set(paths)
+        self.documents = [d for d in self.documents if d.path not in gone]
+        if len(self.documents) != before:
+            self._rebuild()
+            self.last_pool = None
+        return before - len(self.documents)
+
+    def _rebuild(self) -> None:
+        """``whole``, ``passages`` and the retriever from ``documents``. With no passage left
+        the retriever keeps its old state: :meth:`retrieve` does not consult it then."""
+        self.whole = [p for d in self.documents for p in d.passages]
+        self.passages = [p for d in self.documents
+                         for p in window_passages(d.passages, self.max_passage_sentences)]
+        if not self.passages:
+            return
+        if self._shares_retriever:  # a fork builds on a copy of its own
+            self.retriever, self._shares_retriever = self.retriever.fork(), False
+        self.retriever.build(self.passages, [
+            (d.sha256 or d.path, d.lines) for d in self.documents])
 
     # ------------------------------------------------------------------ retrieval
     def ranking(self, turns: Sequence[str]) -> Optional[List[int]]:
@@ -267,7 +296,7 @@ def _check_cached(body: str) -> Dict[str, Any]:
     passages = [(str(t), [str(s) for s in sents]) for t, sents in data["passages"]]
     if not passages or not isinstance(data["lang"], str):
         raise ValueError("empty cached document")
-    return {"lang": data["lang"], "passages": passages}
+    return {"lang": data["lang"], "passages": passages, "replaced": int(data.get("replaced", 0))}
 
 
 def retrieval_summary(index: DocumentIndex) -> str:
@@ -284,7 +313,8 @@ def retrieval_summary(index: DocumentIndex) -> str:
 
 
 def dense_status(index: DocumentIndex) -> str:
-    """The dense index's state (:attr:`~.retrievers.DenseRetriever.status`), ``""`` for BM25."""
+    """The dense index's state
+    (:attr:`~parlai_docgraph.graphs.dense_index.DenseRetriever.status`), ``""`` for BM25."""
     dense = getattr(index.retriever, "dense", index.retriever)
     return getattr(dense, "status", "")
 

@@ -36,7 +36,7 @@ from parlai_docgraph.graphs.dense_index import (
 RETRIEVERS = ("bm25", "dense", "hybrid")
 #: ``--retriever`` and ``--rrf-k`` defaults, chosen on the docgraph:docqa valid collection
 #: alone (124 questions asked against all 13 valid documents at once, 32 sentences; zoo
-#: selector of issue 40): retrieval recall / recall on the 20 questions that share no
+#: selector trained on multi-document pools): retrieval recall / recall on the 20 questions that share no
 #: content word with their answer / zoo accuracy: bm25 0.976 / 0.850 / -; dense 1.000 /
 #: 1.000 / 0.871; hybrid k 60 (Cormack et al.'s) 0.984 / 0.900 / 0.863; hybrid k 1 1.000
 #: / 1.000 / 0.871 (24 sentences: the same). hybrid k 1 ties dense on valid and keeps

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import os
-from functools import lru_cache
 from typing import Dict, List, Sequence, Tuple
 
 from parlai_docgraph.kg.linearize import Linearizer
@@ -30,6 +29,7 @@ from parlai_docgraph.kg.linking import EntityLinker
 from parlai_docgraph.kg.store import KnowledgeGraph, Triple
 from parlai_docgraph.kg.subgraph import Hop, Path
 from parlai_docgraph.kg.turns import DEFAULT_BETA, turn_candidates
+from parlai_docgraph.memo import LRUMemo
 
 CANDIDATE_FIELDS = (
     "kg_mentioned", "kg_candidates", "kg_candidates_text", "kg_katz",
@@ -70,8 +70,11 @@ def triples_to_path(triples: Sequence[Sequence[str]], reverse_prefix: str = "~")
 LOG = logging.getLogger(__name__)
 
 
-@lru_cache(maxsize=4)
-def _load(path: str, mtime_ns: int, size: int) -> Tuple[KnowledgeGraph, EntityLinker]:
+#: the KG and linker of each file version :func:`load_kg` read in this process
+_LOADED: "LRUMemo[Tuple[str, int, int], Tuple[KnowledgeGraph, EntityLinker]]" = LRUMemo(4)
+
+
+def _load(path: str) -> Tuple[KnowledgeGraph, EntityLinker]:
     kg = KnowledgeGraph.from_file(path, skip_bad=True)
     if kg.skipped_lines:
         LOG.warning(
@@ -87,8 +90,9 @@ def load_kg(path: str) -> Tuple[KnowledgeGraph, EntityLinker]:
     version. Lines without three non-empty fields cannot be retrieved or linked; they are
     counted and logged (warning), not loaded.
     """
+    path = os.path.abspath(path)
     st = os.stat(path)
-    return _load(os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    return _LOADED.get_or_make((path, st.st_mtime_ns, st.st_size), lambda: _load(path))
 
 
 def candidate_fields(

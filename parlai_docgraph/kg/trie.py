@@ -10,15 +10,15 @@ what commits to the name rather than a longer one sharing its prefix (``Iron Man
 public code, where the first inserted path won), so :mod:`.constrained` can look
 ``p_graph`` up per continuation.
 
-Storage (measured reason, ``parlai-docgraph bench --only trie``): the first version was
-a Python ``dict`` per node filled by one ``insert`` per path; on an OpenDialKG-size KG
-(1.19M triples, ~300 candidate paths and ~6k nodes per turn) inserting cost ~80 ms per
-turn and ~2 MB per trie. Sequences are now collected and the trie is built in one go with
+Storage (measured reason, ``parlai-docgraph bench --only trie``): a Python ``dict`` per
+node filled by one ``insert`` per path costs, on an OpenDialKG-size KG (1.19M triples, ~300
+candidate paths and ~6k nodes per turn), ~80 ms per turn and ~2 MB per trie. Sequences are
+therefore collected and the trie is built in one go with
 numpy on first use: rows sorted lexicographically, a node wherever a row leaves its
 predecessor's prefix, nodes numbered depth-major so that every node's children are one
 contiguous, token-sorted id range (``int32`` arrays: token, child range, entity list).
 Only the nodes a search visits get a ``dict`` of children (cached), so decoding walks a
-prefix with one dict lookup per token, as before. ``marisa-trie`` was considered: it
+prefix with one dict lookup per token. ``marisa-trie`` was considered: it
 stores byte-string keys without per-node values or child enumeration by token, which the
 ``LogitsProcessor`` needs at every step.
 """

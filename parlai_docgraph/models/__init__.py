@@ -1,20 +1,23 @@
 """
 Torch-only knowledge selection models (no ParlAI imports): Li et al.'s EGAT layer and
-dialog-aware graph selector, and Zhang & Tan's multi-level GAT selector.
+dialog-aware graph selector, and Zhang & Tan's multi-level GAT selector. The names below are
+imported on first use (:mod:`parlai_docgraph.lazy`), so importing one model package (the
+responder, DialogGSR) does not load the selectors and ``torch_geometric``.
 """
 
-from parlai_docgraph.models.selector.common import collate_graphs, graph_index, sample_negatives, segment_log_softmax
-from parlai_docgraph.models.selector.egat import EGATConv
-from parlai_docgraph.models.selector.multilevel_gat import MultiLevelGAT, MultiLevelOutput, word_selection_targets
-from parlai_docgraph.models.selector.multilevel_selector import MultiLevelSelector, MultiLevelSelectorOutput
-from parlai_docgraph.models.selector.dialog_aware import (
-    CONTEXT_EDGE_TYPE, CONTEXT_NODE_TYPE, VARIANTS, DialogAwareSelector, SelectorOutput,
-    concept_labels,
-)
+from parlai_docgraph.lazy import lazy_exports
 
-__all__ = [
-    "CONTEXT_EDGE_TYPE", "CONTEXT_NODE_TYPE", "VARIANTS", "DialogAwareSelector", "EGATConv",
-    "MultiLevelGAT", "MultiLevelOutput", "MultiLevelSelector", "MultiLevelSelectorOutput", "SelectorOutput", "collate_graphs", "concept_labels",
-    "graph_index",
-    "sample_negatives", "segment_log_softmax", "word_selection_targets",
-]
+_EXPORTS = {
+    "collate_graphs": "selector.common", "graph_index": "selector.common",
+    "sample_negatives": "selector.common", "segment_log_softmax": "selector.common",
+    "EGATConv": "selector.egat",
+    "MultiLevelGAT": "selector.multilevel_gat", "MultiLevelOutput": "selector.multilevel_gat",
+    "word_selection_targets": "selector.multilevel_gat",
+    "MultiLevelSelector": "selector.multilevel_selector",
+    "MultiLevelSelectorOutput": "selector.multilevel_selector",
+    "CONTEXT_EDGE_TYPE": "selector.dialog_aware", "CONTEXT_NODE_TYPE": "selector.dialog_aware",
+    "VARIANTS": "selector.dialog_aware", "DialogAwareSelector": "selector.dialog_aware",
+    "SelectorOutput": "selector.dialog_aware", "concept_labels": "selector.dialog_aware",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,5 +1,5 @@
 """
-LoRA (``peft``) and bf16 for the LMs of the responder and DialogGSR (issue 16, item 3).
+LoRA (``peft``) and bf16 for the LMs of the responder and DialogGSR.
 Torch, transformers and peft only; the ParlAI options live in
 :mod:`parlai_docgraph.agents.lm_adapters`.
 

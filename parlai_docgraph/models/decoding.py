@@ -1,8 +1,8 @@
 """
 ParlAI's generation options mapped onto one Hugging Face ``generate`` call (the way
-ParlAI's own ``hugging_face/t5.py`` agent does it), for every generator of the package (the
-responder, DialogGSR's response), and the two pieces ``generate`` lacks for a batch of
-left-padded prompts of a decoder-only LM:
+ParlAI's own ``parlai/agents/hugging_face/t5.py`` agent does it), for every generator of the
+package (the responder, DialogGSR's response), and the two pieces ``generate`` lacks for a
+batch of left-padded prompts of a decoder-only LM:
 
 * :func:`generation_config`: ``--inference greedy | beam | topk | nucleus``,
   ``--beam-size``, ``--topk``, ``--topp``, ``--beam-min-length`` (new tokens: HF's

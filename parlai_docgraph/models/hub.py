@@ -9,7 +9,8 @@ The one loader of Hugging Face models and tokenizers, shared by the selector's e
   or a hub name);
 * :func:`load_tokenizer` and :func:`load_model` (``kind`` encoder, causal, seq2seq, or
   ``lm``: causal or seq2seq as the config says); a source without weights (``tiny``) or
-  ``pretrained=False`` gets weights from a seed, the global RNG untouched;
+  ``pretrained=False`` gets weights from a seed, the global RNG untouched
+  (:func:`model_from_config`, which also builds a config object's model);
 * the one error text (:func:`unavailable_message`), raised as the component's
   :class:`ModelUnavailable` subclass;
 * how many positions a decoder-only LM can number (:func:`position_limit`,
@@ -188,7 +189,6 @@ def load_model(
     load a checkpoint), gets fresh weights from ``seed`` without touching the global RNG.
     ``dtype`` (e.g. ``torch.bfloat16``) is the parameter dtype.
     """
-    import torch
     from transformers import AutoConfig
 
     source = _source(name, option, datapath)
@@ -203,6 +203,18 @@ def load_model(
             return _without_pooler(kind, lambda **kw: auto.from_pretrained(source, **kwargs, **kw))
         except (OSError, ValueError) as e:
             raise option.error(unavailable_message(option, name, datapath, e)) from e
+    return model_from_config(config, kind, seed=seed, dtype=dtype)
+
+
+def model_from_config(config: Any, kind: Kind, seed: int = 0, dtype: Any = None) -> Any:
+    """
+    A model of ``config`` (a ``transformers`` config object) as ``kind``, with fresh
+    weights from ``seed``, the global RNG untouched: what :func:`load_model` gives a source
+    without weights, and what the benchmarks build from published shapes.
+    """
+    import torch
+
+    auto = _auto_class(kind, config)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = _without_pooler(

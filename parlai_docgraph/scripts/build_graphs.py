@@ -239,17 +239,16 @@ class BuildGraphs(ParlaiScript):
         return parser
 
     def run(self) -> Dict[str, Any]:
-        from parlai_docgraph.graphs.store import GraphStore, in_shard
+        from parlai_docgraph.graphs.store import GraphStore
 
         opt = self.opt
         shard = parse_shard(opt.get("shard"))
         root = default_store_root(opt["datapath"])
         store = GraphStore(root)
-        stray = store.clean() if store.root.is_dir() else 0
         report: Dict[str, Any] = dict(
             store=str(store.root), merged=0, examples=0, without_pools=0, pools=0,
-            in_shard=0, cached=0, built=0, rebuilt=0, failed=0, failures={}, stray_tmp=stray,
-            build_s=0.0, docs_per_s=0.0,
+            in_shard=0, cached=0, built=0, rebuilt=0, failed=0, failures={}, build_s=0.0,
+            docs_per_s=0.0, stray_tmp=store.clean() if store.root.is_dir() else 0,
         )
         lines: List[str] = []
         for src in opt.get("merge_from") or []:
@@ -271,12 +270,26 @@ class BuildGraphs(ParlaiScript):
             from parlai_docgraph.graphs.parse_cache import ParseCache
 
             parses = ParseCache.for_store(root)
-        factory = GraphFactory(config, parse_cache=str(root) if parses is not None else None)
-        if parses is not None:
             report["parses_before"] = len(parses)
+        factory = GraphFactory(config, parse_cache=str(root) if parses is not None else None)
+        failures: Dict[str, List[str]] = {}
+        jobs, first_seen = self._jobs(opt, factory, store, shard, report, failures)
+        self._build(opt, jobs, first_seen, factory, report, failures)
+        if parses is not None:
+            report["parses_after"] = len(parses)
+            parses.close()
+        lines += self._summary(opt, factory, shard, report)
+        print("\n".join(lines))
+        return report
+
+    def _jobs(self, opt: Dict[str, Any], factory: GraphFactory, store: Any, shard: Any,
+              report: Dict[str, Any], failures: Dict[str, List[str]]) -> Tuple[Dict, Dict]:
+        """``(jobs, first_seen)``: key -> passages of the graphs to build (in the shard, not
+        stored or stored damaged), key -> where it was first seen; counts in ``report``."""
+        from parlai_docgraph.graphs.store import in_shard
+
         jobs: Dict[str, Any] = {}
         first_seen: Dict[str, str] = {}
-        failures: Dict[str, List[str]] = {}
         seen_pools = set()
         for where, passages in self._pools(opt, report, failures):
             ident = repr(passages)
@@ -307,14 +320,18 @@ class BuildGraphs(ParlaiScript):
                 f"task {opt['task']!r} has no knowledge_passages in its examples: "
                 "build_graphs needs a document-grounded task (e.g. docgraph:sample, docgraph:wow)"
             )
+        return jobs, first_seen
+
+    @staticmethod
+    def _build(opt: Dict[str, Any], jobs: Dict[str, Any], first_seen: Dict[str, str],
+               factory: GraphFactory, report: Dict[str, Any], failures: Dict) -> None:
+        """Build ``jobs`` with ``--workers`` / ``--engine``; time, counts and failures (each
+        with the example where its pool was first seen) go to ``report``."""
         start = time.perf_counter()
-        results = build_store(jobs, factory, root, max(1, int(opt.get("workers") or 1)),
-                              bool(opt["progress"]), opt["engine"],
-                              opt.get("address"), report)
+        results = build_store(jobs, factory, default_store_root(opt["datapath"]),
+                              max(1, int(opt.get("workers") or 1)), bool(opt["progress"]),
+                              opt["engine"], opt.get("address"), report)
         report["build_s"] = round(time.perf_counter() - start, 3)
-        if parses is not None:
-            report["parses_after"] = len(parses)
-            parses.close()
         for key, error in results.items():
             if error is None:
                 report["built"] += 1
@@ -324,9 +341,6 @@ class BuildGraphs(ParlaiScript):
         report["failures"] = failures
         if report["built"]:
             report["docs_per_s"] = round(report["built"] / max(report["build_s"], 1e-9), 2)
-        lines += self._summary(opt, factory, shard, report)
-        print("\n".join(lines))
-        return report
 
     @staticmethod
     def _pools(opt: Dict[str, Any], report: Dict[str, Any],
@@ -353,10 +367,8 @@ class BuildGraphs(ParlaiScript):
                 yield f"{dt.split(':')[0]}#{index}", passages
 
     @staticmethod
-    def _summary(
-        opt: Dict[str, Any], factory: GraphFactory, shard: Optional[Tuple[int, int]],
-        report: Dict[str, Any],
-    ) -> List[str]:
+    def _summary(opt: Dict[str, Any], factory: GraphFactory, shard: Optional[Tuple[int, int]],
+                 report: Dict[str, Any]) -> List[str]:
         part = f", shard {shard[0]}/{shard[1]}: {report['in_shard']}" if shard else ""
         lines = [
             f"build_graphs {opt.get('corpus') or opt['task']} "

@@ -23,11 +23,15 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 from parlai.utils import logging
 
-from parlai_docgraph.agents.pipeline.web_sessions import MAX_SESSIONS, SessionStore
+from parlai_docgraph.agents.pipeline.web_sessions import (
+    MAX_SESSIONS, MAX_UPLOAD_BYTES, MAX_UPLOADS, SessionStore,
+)
+from parlai_docgraph.scripts.chat_http import HEADER_TIMEOUT, SESSIONS_PER_MINUTE
 
 #: options of this script (not the model's): left out of the model's overrides
-SCRIPT_OPTIONS = ("host", "port", "turn_timeout", "read_timeout", "idle_timeout",
-                  "max_sessions", "documents")
+SCRIPT_OPTIONS = ("host", "port", "turn_timeout", "read_timeout", "header_timeout",
+                  "idle_timeout", "max_sessions", "sessions_per_minute", "max_uploads",
+                  "max_upload_bytes", "documents")
 
 
 def load_store(opt: Dict[str, Any]) -> SessionStore:
@@ -53,7 +57,9 @@ def load_store(opt: Dict[str, Any]) -> SessionStore:
         raise ValueError(f"chat: {opt['model_file']} is not a -m docgraph model file")
     return SessionStore(agent, opt.get("documents") or [],
                         max_sessions=opt.get("max_sessions") or MAX_SESSIONS,
-                        idle_timeout=opt.get("idle_timeout") or None)
+                        idle_timeout=opt.get("idle_timeout") or None,
+                        max_uploads=opt.get("max_uploads", MAX_UPLOADS),
+                        max_upload_bytes=opt.get("max_upload_bytes", MAX_UPLOAD_BYTES))
 
 
 @register_script("chat", hidden=False)
@@ -82,30 +88,45 @@ class Chat(ParlaiScript):
                            "turns included; a later one gets an error reply")
         group.add_argument("--read-timeout", type=float, default=20.0,
                            help="seconds a client has to send a request body")
+        group.add_argument("--header-timeout", type=float, default=HEADER_TIMEOUT,
+                           help="seconds a client has to send a request's headers; a "
+                           "connection that has not is closed")
         group.add_argument("--idle-timeout", type=float, default=3600.0,
                            help="seconds after which an idle session expires (its "
                            "uploads are removed); 0: never")
         group.add_argument("--max-sessions", type=int, default=MAX_SESSIONS,
                            help="sessions kept at once; a new one evicts the least "
-                           "recently used idle session")
+                           "recently used session that never had a turn or upload, or "
+                           "one idle for longer than --idle-timeout, else gets 503")
+        group.add_argument("--sessions-per-minute", type=int, default=SESSIONS_PER_MINUTE,
+                           help="new sessions one client address may start per minute "
+                           "(429 past it); 0: no limit")
+        group.add_argument("--max-uploads", type=int, default=MAX_UPLOADS,
+                           help="documents one session may upload (a re-upload counts; "
+                           "413 past it)")
+        group.add_argument("--max-upload-bytes", type=int, default=MAX_UPLOAD_BYTES,
+                           help="bytes (UTF-8) of text one session may upload in all "
+                           "(413 past it)")
         return parser
 
     def run(self) -> Optional[str]:
         import uvicorn
 
         from parlai_docgraph.scripts.chat_app import ChatSettings, build_app, is_loopback
+        from parlai_docgraph.scripts.chat_http import server_config
 
         opt = self.opt
         if not opt.get("model_file"):
             raise ValueError("chat: give the model with -mf (e.g. zoo:docgraph/sample/model)")
         host = opt["host"]
-        settings = ChatSettings(host=host, turn_timeout=opt["turn_timeout"],
-                                read_timeout=opt["read_timeout"])
+        settings = ChatSettings(
+            host=host, turn_timeout=opt["turn_timeout"], read_timeout=opt["read_timeout"],
+            header_timeout=opt.get("header_timeout", HEADER_TIMEOUT),
+            sessions_per_minute=opt.get("sessions_per_minute", SESSIONS_PER_MINUTE))
         store = load_store(opt)
         try:
-            config = uvicorn.Config(build_app(store, settings), host=host, port=opt["port"],
-                                    http="h11", lifespan="on", log_level="warning",
-                                    timeout_graceful_shutdown=5, timeout_keep_alive=5)
+            config = server_config(build_app(store, settings), host, opt["port"],
+                                   settings.header_timeout)
             sock = config.bind_socket()
             port = sock.getsockname()[1]
             shown = f"[{host}]" if ":" in host else host

@@ -2,7 +2,7 @@
 The ASGI application of ``parlai-docgraph chat`` (Starlette; served by uvicorn in
 :mod:`.chat`): the page, a JSON API and the streamed turns.
 
-* ``GET /``: the page (``parlai_docgraph/assets/chat.html``);
+* ``GET /``: the page (``parlai_docgraph/assets/chat.html``), ``GET /chat.js`` its script;
 * ``POST /api/session``: a new session (its own dialogue history and documents);
 * ``POST /api/documents`` ``{session, name, text}``: add a text/Markdown document;
 * ``POST /api/chat`` ``{session, text}``: one turn, streamed as NDJSON (one JSON object per
@@ -14,12 +14,16 @@ The ASGI application of ``parlai-docgraph chat`` (Starlette; served by uvicorn i
 Safety (see :func:`build_app`): Host must be one of :func:`allowed_hosts` (DNS rebinding);
 a POST whose ``Origin`` is present and not the server's own is refused (403), as is a body
 that is not JSON (415: a cross-site form cannot send JSON without a CORS preflight, which
-this server never grants); bodies are capped (:attr:`ChatSettings.max_body`, 413) and must
-arrive within ``read_timeout`` seconds (408); a turn gets ``turn_timeout`` seconds, after
-which the page gets an error event and the generation is stopped at its next token.
-Malformed or negative ``Content-Length`` is refused by uvicorn's h11 parser (400) before
-the app sees the request. The model runs in worker threads (:attr:`ChatSettings.workers`,
-one turn at a time under the store's lock), never on the event loop.
+this server never grants); bodies are capped (:attr:`ChatSettings.max_body`, 413), must
+arrive within ``read_timeout`` seconds (408) and be JSON objects of any depth (400, not
+Python's ``RecursionError``); a turn gets ``turn_timeout`` seconds, after which the page
+gets an error event and the generation is stopped at its next token. Malformed or negative
+``Content-Length`` is refused by uvicorn's h11 parser (400) before the app sees the
+request. Every response has the security headers of :mod:`.chat_http`; a client address
+may start ``sessions_per_minute`` sessions a minute (429). The model runs in worker
+threads (:attr:`ChatSettings.workers`, one turn at a time under the store's lock), never on
+the event loop; new sessions run in threads of their own, so they never queue behind
+turns. Errors name their type to the page and their text in the server's log only.
 """
 
 from __future__ import annotations
@@ -45,11 +49,15 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from parlai_docgraph.agents.pipeline.web_sessions import (
-    ChatError, ServerBusy, SessionStore, TurnTimeout, check_message,
+    ChatError, ServerBusy, SessionStore, TurnTimeout, UploadLimit, check_message,
 )
 from parlai_docgraph.models.responder.streaming import GenerationStopped
+from parlai_docgraph.scripts.chat_http import (
+    HEADER_TIMEOUT, SESSIONS_PER_MINUTE, SecurityHeaders, SessionRate,
+)
 
 PAGE = Path(__file__).resolve().parent.parent / "assets" / "chat.html"
+SCRIPT = PAGE.with_name("chat.js")
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 WILDCARDS = ("0.0.0.0", "::", "")
 
@@ -64,6 +72,8 @@ class ChatSettings:
     max_body: int = 2_000_000  # bytes of a request body
     sweep_interval: Optional[float] = None  # seconds between expiry sweeps (None: derived)
     workers: int = 8  # threads that run (or wait for) the model
+    header_timeout: float = HEADER_TIMEOUT  # seconds to receive a request's headers
+    sessions_per_minute: int = SESSIONS_PER_MINUTE  # new sessions per client address
 
 
 def is_loopback(host: str) -> bool:
@@ -110,9 +120,10 @@ class SameOriginPosts:
 class HTTPError(Exception):
     """A request refused with ``status`` and a message for the page."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, retry_after: Optional[int] = None) -> None:
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
 
 
 async def read_json(request: Request, settings: ChatSettings) -> Dict[str, Any]:
@@ -138,6 +149,8 @@ async def read_json(request: Request, settings: ChatSettings) -> Dict[str, Any]:
         body = json.loads(b"".join(chunks).decode("utf-8") or "{}")
     except (UnicodeDecodeError, ValueError):
         raise HTTPError(400, "the request is not valid JSON")
+    except RecursionError:  # the decoder's depth limit: no request of the page nests
+        raise HTTPError(400, "the request is not valid JSON (nested too deeply)")
     if not isinstance(body, dict):
         raise HTTPError(400, "the request must be a JSON object")
     return body
@@ -153,16 +166,21 @@ class ChatApp:
     def __init__(self, store: SessionStore, settings: ChatSettings) -> None:
         self.store = store
         self.settings = settings
-        self.page = PAGE.read_bytes()
+        self.page, self.script = PAGE.read_bytes(), SCRIPT.read_bytes()
         self.executor = ThreadPoolExecutor(settings.workers, thread_name_prefix="docgraph-chat")
+        # new sessions copy the agent without the models: threads of their own, never
+        # queued behind the turns that fill the executor above
+        self.session_executor = ThreadPoolExecutor(2, thread_name_prefix="docgraph-session")
+        self.session_rate = SessionRate(settings.sessions_per_minute)
 
     # ------------------------------------------------------------------ plumbing
     def deadline(self) -> float:
         return time.monotonic() + self.settings.turn_timeout
 
-    async def _in_worker(self, fn: Callable[..., Dict[str, Any]], *args: Any) -> Dict[str, Any]:
+    async def _in_worker(self, fn: Callable[..., Dict[str, Any]], *args: Any,
+                         executor: Optional[ThreadPoolExecutor] = None) -> Dict[str, Any]:
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self.executor, fn, *args, self.deadline())
+        future = loop.run_in_executor(executor or self.executor, fn, *args, self.deadline())
         try:
             return await asyncio.wait_for(future, self.settings.turn_timeout)
         except (TimeoutError, TurnTimeout):
@@ -172,18 +190,22 @@ class ChatApp:
     @staticmethod
     def _refusal(err: Exception) -> Response:
         """The JSON error response of a refused or failed request."""
+        headers: Dict[str, str] = {}
         if isinstance(err, HTTPError):
             status = err.status
         elif isinstance(err, ChatError):
-            status = 503 if isinstance(err, ServerBusy) else 400
-        else:  # the server must keep running; the page says why
+            status = {ServerBusy: 503, UploadLimit: 413}.get(type(err), 400)
+        else:  # the server must keep running; the page says why, the log what
             logging.error(f"chat: {type(err).__name__}: {err}")
-            err = RuntimeError(f"the server failed on this request ({type(err).__name__}: "
-                               f"{err}); the chat goes on")
+            err = RuntimeError(f"the server failed on this request ({type(err).__name__}); "
+                               "the chat goes on")
             status = 500
-        # a body left unread (too slow, too large) ends the connection with the answer
-        close = {"Connection": "close"} if status in (408, 413) else None
-        return JSONResponse({"error": str(err)}, status_code=status, headers=close)
+        if isinstance(err, HTTPError) and err.status in (408, 413):
+            # a body left unread (too slow, too large) ends the connection with the answer
+            headers["Connection"] = "close"
+        if status in (429, 503):
+            headers["Retry-After"] = str(getattr(err, "retry_after", None) or 30)
+        return JSONResponse({"error": str(err)}, status_code=status, headers=headers)
 
     async def _json_route(self, request: Request, work) -> Response:
         try:
@@ -193,10 +215,23 @@ class ChatApp:
 
     # ------------------------------------------------------------------ routes
     async def index(self, request: Request) -> Response:
-        return HTMLResponse(self.page)
+        return HTMLResponse(self.page, headers={"Cache-Control": "no-cache"})
+
+    async def page_script(self, request: Request) -> Response:
+        return Response(self.script, media_type="text/javascript; charset=utf-8",
+                        headers={"Cache-Control": "no-cache"})
 
     async def new_session(self, request: Request) -> Response:
-        return await self._json_route(request, lambda body: self._in_worker(self.store.new))
+        async def start(body: Dict[str, Any]) -> Dict[str, Any]:
+            address = request.client.host if request.client else ""
+            wait = self.session_rate.wait(address)
+            if wait:
+                raise HTTPError(429, f"{address} started {self.session_rate.per_minute} "
+                                "sessions in the last minute (--sessions-per-minute); try "
+                                f"again in {wait:.0f} s", retry_after=max(int(wait + 0.999), 1))
+            return await self._in_worker(self.store.new, executor=self.session_executor)
+
+        return await self._json_route(request, start)
 
     async def documents(self, request: Request) -> Response:
         return await self._json_route(request, lambda body: self._in_worker(
@@ -232,12 +267,12 @@ class ChatApp:
                 self.store.turn(sid, text, emit, lambda: stop, deadline)
             except (TurnTimeout, GenerationStopped):
                 emit({"event": "error", "error": self._late()})
-            except ChatError as err:
+            except ChatError as err:  # a failed turn too (TurnFailed: the dialogue restarts)
                 emit({"event": "error", "error": str(err)})
-            except Exception as err:  # the chat goes on; the page says why
+            except Exception as err:  # the chat goes on; the page says why, the log what
                 logging.error(f"chat: {type(err).__name__}: {err}")
-                emit({"event": "error", "error": f"the model failed on this turn "
-                      f"({type(err).__name__}: {err}); the chat goes on"})
+                emit({"event": "error", "error": f"the server failed on this turn "
+                      f"({type(err).__name__}); the chat goes on"})
             finally:
                 emit(None)
 
@@ -275,6 +310,7 @@ class ChatApp:
             if sweeper is not None:
                 sweeper.cancel()
             self.executor.shutdown(wait=False, cancel_futures=True)
+            self.session_executor.shutdown(wait=False, cancel_futures=True)
             self.store.close()
 
     async def _sweep(self) -> None:
@@ -294,12 +330,14 @@ def build_app(store: SessionStore, settings: Optional[ChatSettings] = None) -> S
     routes = [
         Route("/", chat.index, methods=["GET"]),
         Route("/index.html", chat.index, methods=["GET"]),
+        Route("/chat.js", chat.page_script, methods=["GET"]),
         Route("/api/session", chat.new_session, methods=["POST"]),
         Route("/api/documents", chat.documents, methods=["POST"]),
         Route("/api/chat", chat.chat, methods=["POST"]),
         Route("/{path:path}", chat.not_found, methods=["GET", "POST"]),
     ]
-    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings.host)),
+    middleware = [Middleware(SecurityHeaders),  # outermost: on every response, refusals too
+                  Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(settings.host)),
                   Middleware(SameOriginPosts)]
     app = Starlette(routes=routes, middleware=middleware, lifespan=chat.lifespan)
     app.state.chat = chat

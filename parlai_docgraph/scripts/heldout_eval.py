@@ -1,7 +1,7 @@
 """
 ``parlai-docgraph heldout_eval``: sentence-selection accuracy on document questions that no
-model was trained or tuned on (issue 14: "does the default model pick the right sentence over
-documents it has never seen?").
+model was trained or tuned on: does the default model pick the right sentence over documents
+it has never seen?
 
 The bundled set (``parlai_docgraph/assets/heldout``) has 10 documents of different kinds
 (Markdown notes, two how-tos, a biography and a company history told with pronouns, two
@@ -100,14 +100,22 @@ def load_model(model_file: str, datapath: Optional[str] = None) -> Any:
     return create_agent_from_model_file(model_file, overrides)
 
 
-def selector_ranker(agent: Any, model_file: str = "") -> Ranker:
-    """Ranking by a trained graph selector (or a ``-m docgraph`` pipeline's selector)."""
+def selector_ranker(agent: Any, model_file: str = "", boost: Optional[float] = None
+                    ) -> Ranker:
+    """Ranking by a trained graph selector (or a ``-m docgraph`` pipeline's selector), with
+    its ``--named-document-boost`` set to ``boost`` while it ranks (``None``: its own)."""
     selector = agent if hasattr(agent, "select") else getattr(agent, "selector", None)
     if not hasattr(selector, "select"):
         raise ValueError(f"{model_file}: neither a graph selector nor a -m docgraph pipeline")
 
     def rank(passages: Passages, question: str) -> List[str]:
-        return list(selector.select(passages, question)["scores"])
+        own = selector.opt.get("named_document_boost")
+        if boost is not None:
+            selector.opt["named_document_boost"] = boost
+        try:
+            return list(selector.select(passages, question)["scores"])
+        finally:
+            selector.opt["named_document_boost"] = own
 
     return rank
 
@@ -242,6 +250,10 @@ class HeldoutEval(ParlaiScript):
                            help="valid: the docgraph:docqa valid questions and documents "
                            "instead of --questions-dir (where the retriever and the recipes "
                            "are chosen)")
+        group.add_argument("--named-document-boosts", type=str, default="",
+                           help="comma-separated values of the selector's "
+                           "--named-document-boost: one row per model file and value, to "
+                           "measure what the boost adds (empty: each model's own value)")
         group.add_argument("--num-questions", type=int, default=0,
                            help="evaluate only the first N questions (0: all; quick checks)")
         group.add_argument("--out", type=str, default=None,
@@ -262,10 +274,15 @@ class HeldoutEval(ParlaiScript):
         if opt["cosine"]:
             systems.append((f"zero-shot cosine ({opt['cosine_encoder']})",
                             cosine_ranker(opt["cosine_encoder"])))
+        boosts = [float(b) for b in opt["named_document_boosts"].split(",") if b.strip()]
         for name in filter(None, (m.strip() for m in opt["model_files"].split(","))):
             path = resolve(opt["datapath"], name)
             agent = load_model(path, opt["datapath"])
-            systems.append((name, selector_ranker(agent, path)))
+            if not boosts:
+                systems.append((name, selector_ranker(agent, path)))
+            for boost in boosts:
+                systems.append((f"{name}, named-document boost {boost:g}",
+                                selector_ranker(agent, path, boost)))
         if not systems:
             raise ValueError("heldout_eval: nothing to evaluate (give --model-files or "
                              "--cosine true)")

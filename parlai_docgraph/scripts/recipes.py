@@ -231,9 +231,13 @@ class Recipes(ParlaiScript):
     def setup_args(cls) -> ParlaiParser:
         parser = ParlaiParser(True, False, description=cls.__doc__.strip())
         group = parser.add_argument_group("recipes")
-        # no argparse choices: ParlAI's super-command pre-parses the whole command line
-        # (script name included) with this parser, so the choice is checked in run()
-        group.add_argument("action", help="what to do: " + "|".join(ACTIONS))
+        # optional and without argparse choices: ParlAI's super-command pre-parses the whole
+        # command line with every script's parser when the first word is not a command
+        # (``parlai-docgraph --help``, a bare ``parlai-docgraph``), and a required
+        # positional there would answer with this script's usage instead of the command
+        # list; run() checks the action
+        group.add_argument("action", nargs="?", default=None,
+                           help="what to do: " + "|".join(ACTIONS))
         group.add_argument("name", nargs="?", default=None, help="recipe name (see list)")
         group.add_argument("--dry-run", action="store_true", default=False,
                            help="run: print the commands instead of running them")
@@ -256,6 +260,8 @@ class Recipes(ParlaiScript):
         # the README's placeholder default unless --datapath was given
         datapath = opt["datapath"] if "datapath" in opt.get("override", {}) else rb.DEFAULT_DATAPATH
         runs, name, action = opt["runs_dir"], opt.get("name"), opt["action"]
+        if not action:
+            raise rb.RecipeError(f"recipes needs an action: one of {', '.join(ACTIONS)}")
         if action not in ACTIONS:
             raise rb.RecipeError(f"recipes {action}: unknown action (one of {', '.join(ACTIONS)})")
         if action in ("show", "run") and not name:

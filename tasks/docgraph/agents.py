@@ -10,7 +10,7 @@ ParlAI teachers of the ``docgraph`` task family (``-t docgraph:<teacher>[:option
 | ``docgraph:opendialkg``                | OpenDialKG with gold KG paths (DialogGSR's seed-42 split) |
 | ``docgraph:sample_kg``                 | bundled OpenDialKG-format sample (offline) |
 | ``docgraph:synthetic[:topic_split|:random_split]`` | generated structure-only knowledge selection (unseen / seen people in valid/test) |
-| ``docgraph:expedition[:topic_split|:random_split]`` | a second generated structure task: cross-passage coreference and narrative order (issue 17) |
+| ``docgraph:expedition[:topic_split|:random_split]`` | a second generated structure task: cross-passage coreference and narrative order |
 | ``docgraph:docqa``                     | questions over whole documents (test: the held-out set of ``heldout_eval``) |
 """
 

@@ -1,6 +1,6 @@
 """
 ``docgraph:docqa``: single-turn questions over whole documents, each answered by one
-sentence of its document (issue 14: the questions a user asks in ``parlai interactive
+sentence of its document (the questions a user asks in ``parlai interactive
 --documents``).
 
 * ``train``: the bundled training documents (``sample_data/docqa``: Markdown notes, how-tos,
@@ -17,7 +17,7 @@ sentence of its document (issue 14: the questions a user asks in ``parlai intera
 Documents are read exactly as ``--documents`` reads them
 (:func:`~parlai_docgraph.graphs.corpus.read_document`). ``--docqa-pool document``
 (default): a question's knowledge pool is its whole document; ``mixed``: the pool a chat
-over all the fold's documents at once would give it (issue 40: a multi-document pool),
+over all the fold's documents at once would give it (a multi-document pool),
 the passages that BM25 retrieves for the question from every document of the fold within
 ``--docqa-pool-sentences`` (:class:`~parlai_docgraph.graphs.retrieval.DocumentIndex`), in
 index order, with the passage of the answer added where retrieval missed it; so other
@@ -54,7 +54,7 @@ DOCQA = Path(__file__).resolve().parent / "sample_data" / "docqa"
 HELDOUT = Path(parlai_docgraph.__file__).resolve().parent / "assets" / "heldout"
 VALID_DOCUMENTS = ("glaciers.txt", "sprint_notes.md", "bridge_engineer_biography.txt",
                    "gym_timetable.md", "thermostat_faq.md",
-                   # added with 87 questions so that recipes can be told apart (issue 14)
+                   # with their 87 questions: enough valid questions to tell recipes apart
                    "lighthouse_keeper_biography.txt", "bicycle_chain_howto.md",
                    "museum_visitor_faq.md", "orchestra_season_programme.md",
                    "family_mill_history.txt", "sewing_a_button_howto.md",
@@ -77,7 +77,7 @@ class Question:
 
 def load_questions(folder: "str | Path" = HELDOUT) -> List[Question]:
     """
-    The questions of ``folder/questions.jsonl`` with their documents. A row that is not a
+    The questions of ``<folder>/questions.jsonl`` with their documents. A row that is not a
     JSON object with :data:`FIELDS`, names a missing document or gives an answer that is not
     exactly one sentence of its document, or a ``span`` that is not a part of the answer,
     raises ``ValueError`` naming file and line.

@@ -1,7 +1,7 @@
 """
 ``docgraph:expedition[:topic_split|:random_split]``: a second generated structure task, built
 differently from ``docgraph:synthetic`` so that a selector tuned on one can be tested on the
-other (issue 17).
+other.
 
 Each dialogue's pool is an expedition report: a ``Crew`` passage that introduces
 ``--expedition-people`` members, one sentence each, by full name and role (``"Ana Ruiz, our

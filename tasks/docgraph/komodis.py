@@ -1,8 +1,9 @@
 """
 KOMODIS teacher: ``docgraph:komodis``.
 
-Reads ``<datapath>/komodis/dataset.json`` (see :mod:`.readers.komodis`). Split: the
-shipped ``splits/komodis_split.json`` when its ``dataset_sha256`` matches the local
+Reads ``<datapath>/komodis/dataset.json`` (see :mod:`.readers.komodis`). Split: a
+``splits/komodis_split.json`` beside this module (``tools/make_komodis_split.py`` writes one;
+none is shipped today) when its ``dataset_sha256`` matches the local
 ``dataset.json``, else ``<datapath>/komodis/docgraph_split_v1.json``, computed on first
 use (``readers.komodis.SPLIT_PROCEDURE``) and re-created when ``dataset.json`` changes.
 
@@ -28,7 +29,6 @@ definition, never used for linking).
 from __future__ import annotations
 
 import os
-from functools import lru_cache
 from typing import Iterator, Optional, Tuple
 
 from parlai.core.message import Message
@@ -44,14 +44,18 @@ from parlai_docgraph.tasks.docgraph.readers.komodis import dialogue_episodes, re
 from parlai_docgraph.tasks.docgraph.readers.komodis_split import SPLIT_FILE_NAME, load_split
 
 from parlai_docgraph.kg import fields as kg_fields
+from parlai_docgraph.memo import LRUMemo
 
 SHIPPED_SPLIT = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "splits", "komodis_split.json"
 )
 
 
-@lru_cache(maxsize=2)
-def _name_linker(path: str, mtime_ns: int, size: int):
+#: the name linker of each ``dataset.json`` version read in this process
+_LINKERS: LRUMemo = LRUMemo(2)
+
+
+def _name_linker(path: str):
     """An entity linker over every subject/object name in ``dataset.json``."""
     from parlai_docgraph.kg.linking import EntityLinker
 
@@ -97,8 +101,10 @@ class KomodisTeacher(KgCandidatesMixin, DocgraphDialogTeacher):
         """
         from parlai_docgraph.kg.store import KnowledgeGraph
 
-        st = os.stat(self.kg_datafile)
-        linker = _name_linker(os.path.abspath(self.kg_datafile), st.st_mtime_ns, st.st_size)
+        path = os.path.abspath(self.kg_datafile)
+        st = os.stat(path)
+        linker = _LINKERS.get_or_make((path, st.st_mtime_ns, st.st_size),
+                                      lambda: _name_linker(path))
         return KnowledgeGraph.from_triples(msg["kg_triples"], reverse_prefix=None), linker
 
     def count_options(self) -> tuple:

@@ -45,7 +45,8 @@ def draw(path: Path, layers: Sequence[Tuple[str, ...]] = ()) -> Path:
                 fontweight="bold")
         shown = ", ".join(_label(n) + ("" if n in ("", "cli", "_hook", "compat", "env", "atomic",
                                                    "memo", "nlp", "metrics", "text_metrics",
-                                                   "reply_quality", "assets") else "/")
+                                                   "reply_quality", "jsonio", "dataset_errors",
+                                                   "lazy") else "/")
                           for n in names)
         ax.text(5.2, y + height / 2, textwrap.fill(shown, 70), ha="center", va="center",
                 fontsize=9)

@@ -6,9 +6,12 @@ ParlAI resolves ``-m docgraph/gpt2_responder`` to this package and reads
 ``Gpt2ResponderAgent`` (the name it derives) from it. Modules: ``agent`` (the agent),
 ``dictionary`` (the LM's tokenizer as ParlAI's dictionary), ``messages`` (the knowledge
 line and the references of a message).
+The agent is imported on first use (:mod:`parlai_docgraph.lazy`).
 """
 
-from parlai_docgraph.agents.gpt2_responder.agent import GPT2ResponderAgent, Gpt2ResponderAgent
-from parlai_docgraph.agents.gpt2_responder.dictionary import ResponderDictionaryAgent
+from parlai_docgraph.lazy import lazy_exports
 
-__all__ = ["GPT2ResponderAgent", "Gpt2ResponderAgent", "ResponderDictionaryAgent"]
+_EXPORTS = {"GPT2ResponderAgent": "agent", "Gpt2ResponderAgent": "agent",
+            "ResponderDictionaryAgent": "dictionary"}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

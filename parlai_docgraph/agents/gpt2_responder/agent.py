@@ -8,11 +8,14 @@ Eq. 9) with any Hugging Face causal LM.
   (``config.json`` + tokenizer files, with or without weights). ``<datapath>/hf/<name>/``
   is used when it holds a ``config.json`` (ParlAI PR #3027's layout). Offline, a hub name
   that is not in the HF cache fails with a message saying what to install and where.
-* Input: ``knowledge <eos> context <eos>`` then the reply and ``<eos>``; knowledge is the
-  message's gold ``title`` + ``checked_sentence`` (the WoW teachers' fields; the pipeline
-  agent puts its *selected* sentence in the same fields), the context is the dialogue
-  history, truncated from the left to its latest ``--responder-context-truncate`` (128)
-  tokens. Everything, reply included, fits in ``--responder-max-length`` (286) tokens.
+* Input: ``knowledge <eos> context <eos>`` then the reply and ``<eos>`` (with a chat
+  template, ``--chat-template``, the layout of
+  :mod:`parlai_docgraph.models.responder.chat`); knowledge is the message's gold
+  ``title`` + ``checked_sentence`` (the WoW teachers' fields; generation in the pipeline
+  reads its *selected* sentence instead, see "Selected knowledge" below), the context is
+  the dialogue history, truncated from the left to its latest
+  ``--responder-context-truncate`` (128) tokens. Everything, reply included, fits in
+  ``--responder-max-length`` (286) tokens.
 * Loss and ``ppl``: the LM loss over the reply tokens only (teacher forcing with the gold
   knowledge), recorded like ParlAI's generator metrics (``loss``, ``ppl``,
   ``token_acc``, ``token_em``).
@@ -138,7 +141,8 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
         return getattr(model, "module", model)
 
     def uses_chat_template(self) -> bool:
-        """``--chat-template`` resolved against the tokenizer (see :mod:`..models.chat`)."""
+        """``--chat-template`` resolved against the tokenizer
+        (:mod:`parlai_docgraph.models.responder.chat`)."""
         if not hasattr(self, "_chat"):
             self._chat = chat.use_template(self.opt["chat_template"], self.dict.hf_tokenizer)
         return self._chat

@@ -79,9 +79,8 @@ def add_responder_args(parser: ParlaiParser) -> None:
         default="prefix",
         choices=KNOWLEDGE_TITLE,
         help="the knowledge line of the prompt: 'prefix' ('title: sentence', the Wizard of "
-        "Wikipedia format of the GPT-2 paper rows) or 'none' (the sentence alone: a small "
-        "instruct model given 'Fact: title: sentence' began a fifth of its replies with "
-        "'title:')",
+        "Wikipedia format of the GPT-2 paper rows) or 'none' (the sentence alone, so that "
+        "a small instruct model does not begin its reply with the title)",
     )
     group.add_argument(
         "--block-earlier-replies",

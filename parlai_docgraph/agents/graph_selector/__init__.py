@@ -13,8 +13,12 @@ similarity prior and the torch layers are in :mod:`parlai_docgraph.models`):
 - ``messages``, ``batching``: ParlAI messages -> knowledge pools, candidates, a ``Batch``;
 - ``optim``, ``evaluation``, ``select``: parameter groups, metrics, ranking a pool outside
   a batch (interactive chat, held-out evaluation) and the graph it scored.
+The agent is imported on first use (:mod:`parlai_docgraph.lazy`): ``messages`` alone does
+not load the model.
 """
 
-from parlai_docgraph.agents.graph_selector.agent import GraphSelectorAgent
+from parlai_docgraph.lazy import lazy_exports
 
-__all__ = ["GraphSelectorAgent"]
+_EXPORTS = {"GraphSelectorAgent": "agent"}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -290,10 +290,10 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
 
     def _loss(self, batch, out):
         selector = self.selector
+        if self.opt["graph_variant"] == GraphVariant.MULTILEVEL:
+            return selector.loss(out)  # Eq. 6's word targets came with the forward pass
         if not selector.use_concepts:
             return selector.loss(out, None)
-        if self.opt["graph_variant"] == GraphVariant.MULTILEVEL:
-            return selector.loss(out, batch.get("concept_label"))
         return selector.loss(out, batch.get("concept_label"), batch.get("concept2example"))
 
     def _record_losses(self, batch, out, parts) -> None:

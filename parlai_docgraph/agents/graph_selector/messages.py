@@ -10,7 +10,7 @@ per sentence, ``"{title} {sentence}\\n"`` or, with ``--include-knowledge-separat
 ``label_candidates`` are ``"no_passages_used no_passages_used"`` then the same lines, and
 ``title`` / ``checked_sentence`` (with ``--include-checked-sentence true``) name the gold.
 
-No ParlAI imports.
+Of ParlAI it uses only the ``Message`` type.
 """
 
 from __future__ import annotations

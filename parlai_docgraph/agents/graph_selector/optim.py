@@ -3,8 +3,8 @@ Two learning rates for the graph selector: the pretrained encoder and everything
 
 Li et al. (2022) give one rate, 3e-5, for the whole model (RoBERTa + EGAT); Zhang & Tan
 (2023) train BERT at 5e-5 and "2e-3 for other parameters". A graph network trained from
-scratch at an encoder fine-tuning rate barely moves in a few epochs (issue 17: the full
-variant stalled at the cross-encoder's accuracy), so the selector trains two optimizer
+scratch at an encoder fine-tuning rate barely moves in a few epochs (the full variant
+stays at the cross-encoder's accuracy), so the selector trains two optimizer
 parameter groups: ``--encoder-learningrate`` (default: ParlAI's ``-lr``, 3e-5 for the
 selector) for the parameters of the fine-tuned context/sentence encoder (``context_encoder``)
 and ``--graph-learningrate`` (default 2e-3, Zhang & Tan's non-encoder rate) for every other

@@ -1,6 +1,8 @@
 """
-:meth:`SelectMixin.select`: the graph selector's ranking without a teacher, for
-interactive use over a user's documents (and the ``-m docgraph`` pipeline).
+:meth:`SelectMixin.select`: the graph selector's ranking of a pool without a teacher or a
+batch of messages (``parlai-docgraph heldout_eval`` ranks with it; the ``-m docgraph``
+pipeline ranks through the selector's ``batch_act``), and
+:meth:`SelectMixin.scored_graph`, the graph of the last scoring (which the pipeline shows).
 """
 
 from __future__ import annotations

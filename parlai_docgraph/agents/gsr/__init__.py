@@ -7,8 +7,11 @@ Modules: ``agent`` (the agent), ``args`` (its options), ``evaluation`` (retrieva
 generation metrics), ``retriever``; the token sequences are
 :mod:`parlai_docgraph.models.gsr.inputs`, Park et al.'s ablation option sets
 :mod:`parlai_docgraph.recipes.gsr_ablations`.
+The agent is imported on first use (:mod:`parlai_docgraph.lazy`).
 """
 
-from parlai_docgraph.agents.gsr.agent import GSRAgent, GSRDictionaryAgent, GsrAgent
+from parlai_docgraph.lazy import lazy_exports
 
-__all__ = ["GSRAgent", "GSRDictionaryAgent", "GsrAgent"]
+_EXPORTS = {"GSRAgent": "agent", "GSRDictionaryAgent": "agent", "GsrAgent": "agent"}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

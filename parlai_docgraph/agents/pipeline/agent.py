@@ -7,11 +7,11 @@
 1. the selector ranks the knowledge sentences of each message (``know_acc`` etc. at
    evaluation);
 2. the responder writes the reply from ``[selected sentence; context]``; with
-   ``--reply-mode extract`` the reply is the selected sentence itself (the offline zoo
-   model's setting: a grounded answer where no fluent generator is installed); with
-   ``--reply-keeps-answer`` (default) a generated reply that left out part of the selected
-   sentence the user did not say already (the "why", the "how much") is replaced by the
-   sentence (:func:`~parlai_docgraph.reply_quality.dropped_words`).
+   ``--reply-mode extract`` the reply is the selected sentence itself (grounded by
+   construction, for a responder that cannot write fluent text; the zoo model generates);
+   with ``--reply-keeps-answer`` (default) a generated reply that left out part of the
+   selected sentence the user did not say already (the "why", the "how much") is replaced
+   by the sentence (:func:`~parlai_docgraph.reply_quality.dropped_words`).
 
 Training (one ``train_model`` run trains both, the standard pipeline setup): each part
 learns from gold supervision only. The selector from the gold sentence (Eq. 6-8), the
@@ -131,12 +131,12 @@ class DocgraphAgent(Agent):
     def load_documents(self, paths: List[str]) -> None:
         """Index the documents that ``paths`` name (files, folders, globs: the user's own
         command line or an upload); problems become notes shown to the user."""
-        before = len(self.documents)
+        before = [id(d) for d in self.index.documents]
         problems = self.index.load(paths)
         for problem in problems:
             logging.warning(problem)
         self._notes.extend(problems)
-        if len(self.documents) > before:
+        if [id(d) for d in self.index.documents] != before:  # added or replaced
             self._notes.append(retrieval_summary(self.index))
             logging.info(retrieval_summary(self.index))
             self._dense_pending = not self.index.retriever.ready
@@ -179,8 +179,8 @@ class DocgraphAgent(Agent):
             msg.force_set("knowledge_passages", [[t, list(ss)] for t, ss in self.turn_pool])
         elif not self._told_no_knowledge:
             self._told_no_knowledge = True
-            self._notes.append("no documents: replies use no knowledge (pass --documents "
-                               "FILE ..., '/load FILE', or -t docgraph:sample for topics)")
+            self._notes.append("no documents: replies use no knowledge (start the chat "
+                               "with --documents FILE ..., or -t docgraph:sample for topics)")
         return None
 
     # ------------------------------------------------------------------ parts

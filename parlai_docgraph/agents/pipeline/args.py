@@ -102,9 +102,9 @@ def add_pipeline_args(parser: ParlaiParser) -> None:
         "--reply-mode", type=str, default="generate", choices=REPLY_MODES,
         help="the reply outside training: 'generate' (the responder's text) or "
         "'extract' (the selected knowledge sentence itself, grounded by construction; "
-        "the responder's text is kept in the reply's 'generated_text'). The offline "
-        "zoo sample model uses 'extract': its tiny GPT-2 cannot write fluent text; "
-        "with a real LM (--responder-model) use 'generate'. Without a selected "
+        "the responder's text is kept in the reply's 'generated_text'). The zoo sample "
+        "model uses 'generate' (SmolLM2 with LoRA); 'extract' suits a responder that "
+        "cannot write fluent text (e.g. --responder-model tiny). Without a selected "
         "sentence (no_passages_used) the generated text is the reply")
     group.add_argument(
         "--reply-keeps-answer", type="bool", default=True,

@@ -20,6 +20,7 @@ from parlai.core.opt import Opt
 
 from parlai_docgraph.agents.graph_selector.messages import message_passages
 from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.textnorm import clean_text, replaced_note
 
 NO_CHOSEN = f"{NO_PASSAGE} {NO_PASSAGE}"
 #: the note that answers a chat message asking to load a file
@@ -151,15 +152,18 @@ def part_overrides(opt: Opt, part: str) -> Dict[str, Any]:
 
 def check_user_text(text: Optional[str], max_chars: int) -> Tuple[Optional[str], Optional[str]]:
     """
-    ``(text to use, note for the user)``: ``(None, note)`` for an empty turn; a turn
-    longer than ``max_chars`` keeps its last ``max_chars`` characters (the latest words
-    matter most to the context encoder) and says so.
+    ``(text to use, note for the user)``: characters no later stage can encode (a lone
+    surrogate, which a tokenizer refuses, ...) replaced (:func:`~parlai_docgraph.textnorm.clean_text`)
+    and said so; ``(None, note)`` for an empty turn; a turn longer than ``max_chars`` keeps
+    its last ``max_chars`` characters (the latest words matter most to the context encoder)
+    and says so.
     """
-    text = (text or "").strip()
+    text, replaced = clean_text((text or "").strip())
+    notes = [replaced_note("your message", replaced)] if replaced else []
     if not text:
         return None, "empty message: type a question or a remark ([DONE] ends the chat)"
     if max_chars > 0 and len(text) > max_chars:
-        return text[-max_chars:], (
-            f"your message has {len(text)} characters; only its last {max_chars} are used "
-            f"(--interactive-max-chars)")
-    return text, None
+        notes.append(f"your message has {len(text)} characters; only its last {max_chars} "
+                     "are used (--interactive-max-chars)")
+        text = text[-max_chars:]
+    return text, " | ".join(notes) or None

@@ -29,13 +29,13 @@ graphs are aligned the same way. Without graphs or a model the constructor raise
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from parlai_docgraph.graphs.parsers.base import Argument, ParsedSentence, Parser, Predicate, Relation
 from parlai_docgraph.graphs.parsers.dep import load_pipeline, token_mention
+from parlai_docgraph.jsonio import read_json
 
 MODEL_HELP = (
     "download an amrlib parse (stog) model, e.g. parse_xfm_bart_large from "
@@ -177,7 +177,7 @@ class AMRParser(Parser):
         """``amr:precomputed+rbw`` (or ``amr:precomputed+stog-<model>+rbw``) for graph meta."""
         if self.model_dir is None:
             return "amr:precomputed+rbw"
-        meta = json.loads((self.model_dir / "amrlib_meta.json").read_text(encoding="utf-8"))
+        meta = read_json(str(self.model_dir / "amrlib_meta.json"))
         name = f"{meta.get('model_type', self.model_dir.name)}-{meta.get('version', '?')}"
         return f"amr:precomputed+stog-{name}+rbw"
 

@@ -1,8 +1,8 @@
 """
-The DialogGSR model over a loaded LM, whichever its family: :class:`~.gsr.GSRModel` for
-an encoder-decoder, :class:`~.gsr_causal.CausalGSRModel` for a decoder-only LM.
+The DialogGSR model over a loaded LM, whichever its family: :class:`~.model.GSRModel` for
+an encoder-decoder, :class:`~.causal.CausalGSRModel` for a decoder-only LM.
 
-It sits above both modules (``gsr_causal`` subclasses ``gsr``'s model), so neither
+It sits above both modules (``causal`` subclasses ``model``'s class), so neither
 imports the other back.
 """
 
@@ -18,7 +18,7 @@ from parlai_docgraph.models.gsr.causal import CausalGSRModel
 
 def build_gsr_model(lm: nn.Module, tokenizer, structural: Sequence[str]) -> GSRModel:
     """
-    :class:`GSRModel` (seq2seq) or :class:`~.gsr_causal.CausalGSRModel` (decoder-only)
+    :class:`GSRModel` (seq2seq) or :class:`~.causal.CausalGSRModel` (decoder-only)
     over ``lm``, its embedding resized to ``tokenizer``. The rows KG-reconstruction
     pretraining trains are the structural tokens, and for a causal LM also the mask
     token (T5's ``<extra_id_0>`` is pretrained; a causal LM gets it new).

@@ -1,5 +1,7 @@
 """
-The knowledge-grounded response generator: ``model`` (:class:`~.model.Responder`, a causal
-LM over ``[knowledge; context]``), ``decoding`` (ParlAI's generation options mapped onto
-one ``transformers`` ``generate`` call), ``chat`` (chat templates of instruction-tuned LMs).
+The knowledge-grounded response generator. Modules: ``model`` (:class:`~.model.Responder`,
+a causal LM over ``[knowledge; context]``), ``chat`` (chat templates of instruction-tuned
+LMs), ``streaming`` (:class:`~.streaming.ReplyStreamer`), ``earlier_replies``
+(``--block-earlier-replies``). ParlAI's generation options become one ``transformers``
+``generate`` call in :mod:`parlai_docgraph.models.decoding`, which DialogGSR shares.
 """

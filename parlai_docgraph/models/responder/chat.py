@@ -1,5 +1,5 @@
 """
-Chat-template prompts for instruction-tuned causal LMs (issue 16, item 4). No ParlAI.
+Chat-template prompts for instruction-tuned causal LMs. No ParlAI.
 
 An instruction-tuned model (Llama-3-Instruct, Qwen2.5-Instruct, ...) was trained on its
 tokenizer's chat template, so the responder feeds it knowledge and history through that

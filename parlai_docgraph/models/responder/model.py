@@ -81,17 +81,6 @@ def load_causal_lm(
     return hub.load_model(name, "causal", OPTION, datapath, pretrained, seed, dtype)
 
 
-def special_ids(tokenizer) -> Tuple[int, int]:
-    """
-    ``(eos_id, pad_id)``; GPT-2 has no pad token, EOS stands in (padding is masked).
-    """
-    eos = tokenizer.eos_token_id
-    if eos is None:
-        raise ResponderUnavailable("the responder tokenizer has no EOS token")
-    pad = tokenizer.pad_token_id
-    return eos, eos if pad is None else pad
-
-
 # --------------------------------------------------------------------------- layout
 
 
@@ -118,10 +107,11 @@ def left_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> Tuple[torch.Tensor, 
 
 @dataclass
 class Hypothesis:
+    """One generated reply of :meth:`Responder.generate`."""
+
     tokens: List[int]
     score: float  # sum of log-probabilities of the tokens (and the EOS that ended them)
     rescored: float = 0.0  # beam search: the length-penalised score it was ranked by
-    finished: bool = True
 
 
 class Responder(nn.Module):

@@ -1,11 +1,12 @@
 """
 Flat-batch helpers shared by the selectors: per-example log-softmax and ranking loss, negative sampling and
-collation of several graphs into one disjoint graph (tensors a ParlAI ``Batch`` can carry).
+collation of several graphs into one disjoint graph (tensors a ParlAI ``Batch`` can carry),
+the candidates' encoded context vectors (:func:`encode_contexts`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import torch
 from torch import Tensor
@@ -151,3 +152,21 @@ def rank_candidates(out: Any) -> List[Tensor]:
         local = out.keep[lo:hi] - out.cand_offset[b]
         ranked.append(local[torch.sort(out.scores[lo:hi], descending=True, stable=True).indices])
     return ranked
+
+
+def encode_contexts(context: Union[Tensor, Mapping[str, Tensor]], encoder: Optional[Any],
+                    pooling: str, keep: Optional[Tensor] = None) -> Tensor:
+    r"""
+    The candidates' context vectors :math:`\mathrm{Pool}(f_{LM}([s_i; x]))` (Li Eq. 1, Zhang
+    & Tan Eq. 2): ``context`` given as vectors ``[C, d]`` is used as is, given as the
+    encoder's inputs (each ``[C, T]``) is encoded and pooled (``pooling``: ``cls`` or
+    ``mean``). ``keep``: the candidates wanted (all when ``None``); only those are encoded.
+    """
+    if isinstance(context, Tensor):
+        return context if keep is None else context[keep]
+    if encoder is None:
+        raise ValueError("context given as encoder inputs but no context_encoder is set")
+    inputs = dict(context) if keep is None else {k: v[keep] for k, v in context.items()}
+    out = encoder(**inputs)
+    hidden = getattr(out, "last_hidden_state", out)
+    return pool_tokens(hidden, inputs.get("attention_mask"), pooling)

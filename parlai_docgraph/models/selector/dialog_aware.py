@@ -14,7 +14,9 @@ from torch import Tensor, nn
 
 from parlai_docgraph.graphs.config import GraphVariant
 from parlai_docgraph.graphs.schema import EDGE_TYPES, NODE_TYPES, DocumentGraph
-from parlai_docgraph.models.selector.common import example_offsets, pool_tokens, ranking_loss, sample_negatives
+from parlai_docgraph.models.selector.common import (
+    encode_contexts, example_offsets, ranking_loss, sample_negatives,
+)
 from parlai_docgraph.models.selector.egat import EGATConv
 from parlai_docgraph.models.selector.relevance import RelevanceEmbedding
 
@@ -182,17 +184,6 @@ class DialogAwareSelector(nn.Module):
         """Eq. 8 of one example's parts."""
         return know + self.concept_loss_weight * aux
 
-    def _contexts(self, context: Union[Tensor, Mapping[str, Tensor]], keep: Tensor) -> Tensor:
-        """Eq. 1 vectors of the kept candidates (encoding only those when an encoder is set)."""
-        if isinstance(context, Tensor):
-            return context[keep]
-        if self.context_encoder is None:
-            raise ValueError("context given as encoder inputs but no context_encoder is set")
-        inputs = {k: v[keep] for k, v in context.items()}
-        out = self.context_encoder(**inputs)
-        hidden = getattr(out, "last_hidden_state", out)
-        return pool_tokens(hidden, inputs.get("attention_mask"), self.pooling)
-
     def forward(
         self,
         x: Tensor,
@@ -229,7 +220,9 @@ class DialogAwareSelector(nn.Module):
         keep = (sample_negatives(cand2example, gold, self.num_negatives, generator) if sample
                 else torch.arange(cand_node.numel(), device=cand_node.device))
         c2e = cand2example[keep]
-        h_ctx = self.context_proj(self._contexts(context, keep))
+        # Eq. 1 of the kept candidates only
+        h_ctx = self.context_proj(encode_contexts(context, self.context_encoder, self.pooling,
+                                                  keep))
         offset = example_offsets(cand2example, num_examples)[:-1]
         gold_flat = None
         if gold is not None:

@@ -12,7 +12,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import to_undirected
 
-from parlai_docgraph.models.selector.common import example_offsets, pool_tokens
+from parlai_docgraph.models.selector.common import encode_contexts, example_offsets
 from parlai_docgraph.models.selector.multilevel_gat import MultiLevelGAT, word_selection_targets
 from parlai_docgraph.models.selector.relevance import RelevanceEmbedding
 from parlai_docgraph.models.selector.dialog_aware import SelectorOutput
@@ -69,16 +69,6 @@ class MultiLevelSelector(nn.Module):
         """Eq. 9 of one example's parts."""
         return self.alpha * know + (1 - self.alpha) * aux
 
-    def _contexts(self, context: Union[Tensor, Mapping[str, Tensor]]) -> Tensor:
-        if isinstance(context, Tensor):
-            return context
-        if self.context_encoder is None:
-            raise ValueError("context given as encoder inputs but no context_encoder is set")
-        out = self.context_encoder(**context)
-        hidden = getattr(out, "last_hidden_state", out)
-        # Eq. 2: [CLS] (the paper, BERT); mean for encoders trained with mean pooling
-        return pool_tokens(hidden, context.get("attention_mask"), self.pooling)
-
     def forward(
         self, x: Tensor, edge_index: Tensor, cand_node: Tensor, cand2example: Tensor,
         context: Union[Tensor, Mapping[str, Tensor]], num_examples: int,
@@ -92,7 +82,8 @@ class MultiLevelSelector(nn.Module):
         ``no_passage_index``: ``[B]`` ``[no_passage_used]`` segment nodes; ``relevance``:
         ``[N]`` node relevance (read when built with ``relevance``; ``None``: 0).
         """
-        h_seg = self._contexts(context).to(x.dtype)
+        # Eq. 2: [CLS] (the paper, BERT); mean for encoders trained with mean pooling
+        h_seg = encode_contexts(context, self.context_encoder, self.pooling).to(x.dtype)
         if h_seg.size(-1) != x.size(-1):
             raise ValueError(f"segment vectors ({h_seg.size(-1)}) and node features "
                              f"({x.size(-1)}) must come from the same encoder size")
@@ -122,9 +113,10 @@ class MultiLevelSelector(nn.Module):
             out.segment_logits, keep, cand2example, gold_flat, w[:, 1] - w[:, 0],
             num_examples, offset, w, mask, label)
 
-    def loss(self, out: MultiLevelSelectorOutput,
-             concept_label: Optional[Tensor] = None) -> Tuple[Tensor, Dict[str, Tensor]]:
-        """Eq. 9 (means over examples / S'); parts ``loss_c`` (Eq. 7), ``loss_n`` (Eq. 8)."""
+    def loss(self, out: MultiLevelSelectorOutput) -> Tuple[Tensor, Dict[str, Tensor]]:
+        """Eq. 9 (means over examples / S'); parts ``loss_c`` (Eq. 7), ``loss_n`` (Eq. 8).
+        The word-node targets of Eq. 6 come with ``out`` (its forward pass had the gold);
+        there are no concept labels to pass."""
         if out.gold is None:
             raise ValueError("loss needs the forward pass to be given gold")
         ptr = example_offsets(out.cand2example, out.num_examples)

@@ -16,7 +16,7 @@ as the pretrained encoder's zero-shot ranking and is fine-tuned as a bi-encoder 
 cross-encoder and the graph; ``frozen`` uses the frozen copy (a fixed prior). With few
 training dialogues (the offline zoo model) a selector that starts from the pretrained
 embedding space generalizes to unseen documents where one trained from a random score head
-does not (issue 14, ``parlai-docgraph heldout_eval``). Off by default (``0``): the papers
+does not (``parlai-docgraph heldout_eval``). Off by default (``0``): the papers
 have no such term.
 
 ``--zero-shot-prior`` :math:`\mu > 0` adds a second term with the frozen, never trained copy

@@ -23,7 +23,7 @@ so that message passing carries "this node matches the turn" along the graph: a 
 sentence hears that its merged person node matches the role the user asked about, a
 sentence hears that the sentence before it names the event the user asked about. Without
 it the score head of Eq. 4 has to learn that match from :math:`[h^L_c; h^0_c]` alone,
-an interaction a few hundred training turns do not teach (issue 17: measured in
+an interaction a few hundred training turns do not teach (measured in
 ``parlai_docgraph/bench/graph_at_defaults.md``). Li et al. have no such term (``--node-relevance
 false`` reproduces their model).
 """

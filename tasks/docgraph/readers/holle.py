@@ -6,7 +6,7 @@ Files (``<datapath>/holl_e/``): ``train_data.json``, ``dev_data.json`` and
 ``spans``, ``movie_name`` and ``documents``), and ``multi_reference_test.json`` (a dict
 ``ts_{episodeIdx}_{turnIdx} -> {"responses": [...], "spans": [...]}``).
 
-Conversion (follows Kim et al. 2020, SKT ``data/holle.py``, see docs/datasets.md 2.3):
+Conversion (follows Kim et al. 2020, SKT ``data/holle.py``, see datasets.md 2.3):
 
 * One :class:`~.wow.KnowledgeTurn` per pair ``(chat[i], chat[i + 1])`` for even ``i``
   (Speaker1 talks, Speaker2 answers from the documents); an unpaired last utterance is
@@ -68,7 +68,7 @@ Modules: this one validates chats and turns them into :class:`~.wow.KnowledgeTur
 objects; :mod:`.holle_pool` builds the knowledge pool and resolves the gold sentence,
 :mod:`.holle_spans` matches spans, :mod:`.holle_multi` reads the multi-reference file.
 Sentences come from :class:`parlai_docgraph.nlp.SentenceSplitter` and the JSON files are
-walked by :mod:`..jsonio`.
+walked by :mod:`parlai_docgraph.jsonio`.
 """
 
 from __future__ import annotations
