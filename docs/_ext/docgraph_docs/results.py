@@ -490,6 +490,10 @@ def _summary_rows(files: Dict[str, Dict[str, Any]]) -> List[Tuple[str, str, str]
                            f"{r['dense_build_s_largest']:,.0f} s"
                            + (" in the background" if r.get("dense_background_largest")
                               else ""))
+            elif r.get("dense_ready_largest") is False:
+                figure += (f"; retriever {r['retriever']}, its dense index not ready after "
+                           f"{big['dense_elapsed_s']:,.0f} s in the background "
+                           f"({big['dense_sentences_per_s']:,.0f} sentences/s)")
             rows.append(("Long documents: retrieve, then graph", figure, name))
         elif kind.name == "gsr_real":
             systems = data["gsr_real"]["systems"]
