@@ -64,7 +64,7 @@ QUICK_SIZES = ("10KB", "100KB")
 STAGES = ("retrieval", "graph", "selection", "generation", "total")
 #: how long a size waits for its dense index after the turns; past that it reports how far
 #: the background build got (on busy cores a build at a lower priority can take hours)
-DENSE_WAIT_S = 600.0
+DENSE_WAIT_S = 180.0
 GOAL_MAXIMA.update({"turn_latency_ratio": 1.5, "first_reply_s_largest": 120.0,
                     "peak_rss_mb_largest": 4096.0})
 

@@ -18,13 +18,17 @@ MiniLM; the agent passes it in, this layer imports no model code).
   before the first turn, with a progress bar; a larger collection is embedded in a
   background thread (at a lower scheduling priority, logging every tenth) while the chat
   goes on: until it is ready the retriever ranks with its ``fallback`` (BM25), and
-  :attr:`DenseRetriever.status` says how far it is.
+  :attr:`DenseRetriever.status` says how far it is. A build still running when the process
+  exits is stopped after its current batch (an ``atexit`` hook): a daemon thread left inside
+  torch at interpreter shutdown aborts the process ("terminate called without an active
+  exception").
 
 No ParlAI imports.
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
 import copy
 import hashlib
@@ -33,6 +37,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -164,6 +169,7 @@ class DenseRetriever:
         #: what the last build did: ``sentences``, ``embedded``, ``seconds``, ``background``
         self.stats: Dict[str, float] = {}
         self.done = 0  # sentences embedded so far by the running build
+        self._stop = threading.Event()  # set: a background build ends after its batch
         self.todo = 0
 
     @property
@@ -209,6 +215,7 @@ class DenseRetriever:
         job = (generation, [key for key, _ in documents], missing)
         if background:
             logger.info("dense index: embedding %d sentences in the background", todo)
+            _BUILDS.add(self)
             self.thread = threading.Thread(target=self._run, args=job, daemon=True,
                                            name="docgraph-dense-index")
             self.thread.start()
@@ -231,6 +238,8 @@ class DenseRetriever:
         step = max(self.todo // 10, 1)
 
         def advance(n: int) -> None:
+            if background and self._stop.is_set():
+                raise _Stopped
             self.done += n
             bar.update(n)
             if background and (self.done // step) != ((self.done - n) // step):
@@ -243,6 +252,8 @@ class DenseRetriever:
                 vectors = self.embedder(lines, advance)
                 self.cache.save(key, lines, vectors)
                 self._vectors[key] = vectors
+        except _Stopped:
+            return
         finally:
             bar.close()
         dim = self.embedder.encoder.config.hidden_size
@@ -255,6 +266,12 @@ class DenseRetriever:
         if background:
             logger.info("dense index ready: %d sentences in %.1f s", len(matrix),
                         time.perf_counter() - start)
+
+    def stop(self, timeout: Optional[float] = 30.0) -> None:
+        """End a background build after its current batch (it stays not ready)."""
+        self._stop.set()
+        if self.thread is not None and self.thread is not threading.current_thread():
+            self.thread.join(timeout)
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Wait for a background build; whether the index is ready."""
@@ -292,8 +309,22 @@ class DenseRetriever:
         twin = copy.copy(self)
         twin._vectors = dict(self._vectors)
         twin.bm25 = self.bm25.fork()
-        twin._lock, twin.thread = threading.Lock(), None
+        twin._lock, twin.thread, twin._stop = threading.Lock(), None, threading.Event()
         return twin
+
+
+class _Stopped(Exception):
+    """A background build was asked to stop (:meth:`DenseRetriever.stop`)."""
+
+
+#: the retrievers whose background build may still run, stopped at process exit
+_BUILDS: "weakref.WeakSet[DenseRetriever]" = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_builds() -> None:
+    for retriever in list(_BUILDS):
+        retriever.stop()
 
 
 __all__ = ["DEFAULT_BACKGROUND_OVER", "DenseRetriever", "DenseVectorCache", "SentenceEmbedder"]
