@@ -175,6 +175,20 @@ def test_a_large_collection_is_embedded_in_the_background(folder: Path, embedder
         index.retrieve(["Who starts the game?"], budget=4))
 
 
+def test_a_background_build_stops_when_asked(folder: Path, embedder):
+    """``stop()`` (also run at process exit) ends a background build after its batch."""
+    import threading
+
+    gated = Gated(embedder)
+    index = index_of("dense", folder, gated, background_over=1)
+    dense = index.retriever
+    threading.Timer(0.5, gated.gate.set).start()  # the batch in flight then completes
+    dense.stop(timeout=120)
+    assert not dense.thread.is_alive() and not dense.ready
+    assert index.retriever.ranking("Who starts the game?", "", 0.5) == \
+        dense.bm25.ranking("Who starts the game?", "", 0.5)
+
+
 def test_a_fork_shares_the_dense_index_until_it_grows(folder: Path, embedder, tmp_path: Path):
     base = DocumentIndex(cache_root=None, progress=False,
                          retriever=retriever_factory("dense", embedder))
