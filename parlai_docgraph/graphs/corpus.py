@@ -141,10 +141,12 @@ def heading_line(lines: Sequence[str]) -> Optional[str]:
 
 
 def run_in_heading(number: str, sents: Sequence[str]) -> Optional[str]:
-    """The run-in heading that opens a unit's ``sents`` (``Trademarks.`` before ``This
-    License ...``), after its unit's ``number`` and without its full stop (``6.
-    Trademarks``), or ``None``: a first sentence in title case that ends with a full stop,
-    followed by more text; of one word only in a numbered unit."""
+    """The run-in heading that opens a unit's ``sents``, or ``None``.
+
+    A run-in heading is a first sentence in title case that ends with a full stop, followed
+    by more text (of one word only in a numbered unit): ``Trademarks.`` before ``This
+    License ...``. It is returned after its unit's ``number`` and without its full stop
+    (``6. Trademarks``)."""
     if len(sents) < 2 or not sents[0].endswith(".") or sents[0].endswith(".."):
         return None
     head = sents[0][:-1].strip()
