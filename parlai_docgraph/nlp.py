@@ -6,9 +6,14 @@ The package's one spaCy loader and one sentence splitter.
   first) when no name is given, or :data:`RULE_BASED` (a blank English pipeline with
   spaCy's punctuation-based ``sentencizer``, no model). :func:`new_pipeline` is the
   uncached form, for a caller that adds components to its own copy (coreferee).
+* :func:`split_sentences` is the sentence splitter of documents (``--documents``,
+  ``docgraph:docqa``, ``build_graphs --corpus``; :mod:`parlai_docgraph.graphs.corpus`):
+  spaCy's rule-based ``sentencizer`` with the language's tokenizer, whitespace collapsed,
+  and a quote that opens a sentence kept with it (the ``sentencizer`` attaches every
+  punctuation token after a full stop to the sentence before, so ``it. "Object" form``
+  became ``it. "`` and ``Object" form``).
 * :class:`SentenceSplitter` splits text with one of those pipelines and remembers the
-  sentences of each text it has seen: the rule-based ``sentencizer`` for plain documents
-  (:mod:`parlai_docgraph.graphs.corpus`), a parser's boundaries for Holl-E (as SKT).
+  sentences of each text it has seen: a parser's boundaries for Holl-E (as SKT).
 * :func:`detect_language`: the language of a document (py3langid, a trained langid.py
   model shipped inside the package), so a document the English pipeline cannot read well
   gets a note naming its language, and its sentences are split by spaCy's rule-based
@@ -18,8 +23,10 @@ The package's one spaCy loader and one sentence splitter.
 
 from __future__ import annotations
 
+import random
+from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 from parlai_docgraph.memo import LRUMemo
 
@@ -41,22 +48,51 @@ LANGUAGE_NAMES = {
 }
 #: characters of text :func:`detect_language` reads (its start; enough for a stable guess)
 LANGUAGE_SAMPLE_CHARS = 4000
+#: languages written without spaces between words: split with spaCy's Chinese tokenizer
+UNSPACED = ("zh", "ja")
+#: quotation marks that may open a sentence (straight ones open or close: their count tells)
+OPENING_QUOTES = "\"'“‘«„"
+
+
+@contextmanager
+def random_state_kept() -> Iterator[None]:
+    """Python's global ``random`` stream is left as it was before the block. Importing spaCy
+    draws from it (spaCy imports weasel, httpx and rich, whose ``style`` module draws a number
+    when it is first imported), and ParlAI's training teachers pick their episodes from that
+    stream: a pipeline first loaded in the middle of training (the graph store's key names
+    the parser) shifted every later pick, so one seed gave another data order depending on
+    whether the graphs were already stored."""
+    state = random.getstate()
+    try:
+        yield
+    finally:
+        random.setstate(state)
+
+
+def _spacy() -> Any:
+    """The ``spacy`` module, imported without a draw from the caller's random stream."""
+    with random_state_kept():
+        import spacy
+    return spacy
 
 
 def installed_model(names: Sequence[str]) -> Optional[str]:
     """The first of ``names`` installed as a spaCy package, or None."""
-    import spacy
-
+    spacy = _spacy()
     return next((n for n in names if spacy.util.is_package(n)), None)
 
 
 def new_pipeline(model: Optional[str] = None, exclude: Sequence[str] = ()) -> Any:
     """
     A freshly loaded spaCy pipeline (see :func:`load_spacy`); ``RuntimeError`` naming the
-    models tried when none is installed.
+    models tried when none is installed. Loading leaves the global random stream as it was
+    (:func:`random_state_kept`).
     """
-    import spacy
+    with random_state_kept():
+        return _new_pipeline(_spacy(), model, exclude)
 
+
+def _new_pipeline(spacy: Any, model: Optional[str], exclude: Sequence[str]) -> Any:
     if model is not None and (model == RULE_BASED or model.startswith(RULE_BASED + ":")):
         lang = model.partition(":")[2] or "en"
         try:
@@ -101,9 +137,47 @@ def sentences(text: str, model: str = RULE_BASED, exclude: Sequence[str] = ()) -
     return [s.text for s in nlp(text).sents]
 
 
+def split_sentences(text: str, lang: str = "en") -> List[str]:
+    """
+    The sentences of a document's ``text`` (the module docstring): :func:`sentences` with
+    :data:`RULE_BASED` (the Chinese tokenizer for :data:`UNSPACED` languages), whitespace
+    inside a sentence collapsed, and an opening quotation mark that the ``sentencizer``
+    left at the end of the sentence before moved to the start of its own
+    (:func:`rejoin_quotes`).
+    """
+    model = f"{RULE_BASED}:zh" if lang in UNSPACED else RULE_BASED
+    joiner = "" if lang in UNSPACED else " "
+    return rejoin_quotes([s.strip() for s in sentences(joiner.join(text.split()), model)
+                          if s.strip()])
+
+
+def rejoin_quotes(sents: Sequence[str]) -> List[str]:
+    """
+    ``sents`` with each trailing opening quote moved to the next sentence: a sentence that
+    ends in whitespace and a quotation mark (``... to it. "``) whose quote is an opening
+    one (a curly opening mark, or a straight one that leaves the sentence's count of that
+    mark odd) loses it, and the next sentence starts with it.
+    """
+    out: List[str] = []
+    carry = ""
+    for sent in sents:
+        sent = carry + sent
+        carry = ""
+        mark = sent[-1:]
+        if (len(sent) > 2 and mark in OPENING_QUOTES and sent[-2].isspace()
+                and (mark not in "\"'" or sent.count(mark) % 2 == 1)):
+            carry, sent = mark, sent[:-1].rstrip()
+        if sent:
+            out.append(sent)
+    if carry and out:  # a quote at the very end has no sentence after it: keep it
+        out[-1] = f"{out[-1]} {carry}"
+    return out
+
+
 @lru_cache(maxsize=1)
 def english_stop_words() -> frozenset:
     """spaCy's English stop words (lower case)."""
+    _spacy()
     from spacy.lang.en.stop_words import STOP_WORDS
 
     return frozenset(STOP_WORDS)
@@ -111,13 +185,12 @@ def english_stop_words() -> frozenset:
 
 def blank_english() -> Any:
     """A blank English pipeline: spaCy's tokenizer and nothing else (no model needed)."""
-    import spacy
-
-    return spacy.blank("en")
+    return _spacy().blank("en")
 
 
 def phrase_matcher(nlp: Any, attr: str = "LOWER") -> Any:
     """spaCy's ``PhraseMatcher`` over the vocabulary of ``nlp``, matching on ``attr``."""
+    _spacy()
     from spacy.matcher import PhraseMatcher
 
     return PhraseMatcher(nlp.vocab, attr=attr)
@@ -125,6 +198,7 @@ def phrase_matcher(nlp: Any, attr: str = "LOWER") -> Any:
 
 def longest_spans(spans: Sequence[Any]) -> List[Any]:
     """Overlapping spans reduced to the longest (spaCy's ``filter_spans``)."""
+    _spacy()
     from spacy.util import filter_spans
 
     return filter_spans(spans)
