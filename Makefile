@@ -7,6 +7,8 @@
 #               into docs/_build/html
 #   make readme-table   rewrite the README's table of current figures from docs/results/*.json
 #   make screenshots    the browser test, writing the documentation's screenshots
+#   make gpu-check  on a GPU machine: selector / LoRA responder steps in fp32, fp16, bf16 and
+#               CPU/GPU parity of an eval batch (at most 8 min; not run on a GPU yet)
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -33,7 +35,7 @@ PYTEST_WORKERS ?= auto
 PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -n $(PYTEST_WORKERS) --maxprocesses 4 --dist loadfile
 EDITABLE := $(VENV)/.editable-installed
 
-.PHONY: install dev demo test test-fast docs readme-table screenshots clean
+.PHONY: install dev demo test test-fast docs readme-table screenshots gpu-check clean
 
 $(STAMP): requirements/runtime.txt requirements/test.txt requirements/constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -129,6 +131,10 @@ readme-table: dev
 screenshots: dev
 	DOCGRAPH_SCREENSHOTS=$(CURDIR)/docs/_static/screenshots $(BIN)/pytest -q \
 		tests/test_web_chat.py -k page_in_headless_chromium
+
+# writes gpu_check.json; parlai_docgraph/bench/gpu_check.py says what it measures
+gpu-check: dev
+	$(BIN)/python -m parlai_docgraph.bench.gpu_check --out gpu_check.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info docs/_build docs/gen

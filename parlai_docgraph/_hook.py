@@ -8,7 +8,9 @@ importing ``parlai.agents.docgraph``, ``parlai.tasks.docgraph`` and
 extended from outside. ``parlai_docgraph_hook.pth`` (installed into site-packages by
 ``setup.py``) calls :func:`install` at interpreter start-up; the finder it registers
 
-* aliases those three names (and every submodule) onto this package, returning the
+* aliases those three names (and every submodule) onto this package, and
+  ``parlai.tasks.cmu_dog.worlds``, which ParlAI's ``cmu_dog`` task lacks, onto its worlds
+  here, returning the
   *same* module objects, so a class has one identity and one ``__module__`` whichever
   name loaded it;
 * runs the compatibility patches of :mod:`parlai_docgraph.compat` right after the
@@ -35,6 +37,8 @@ ALIASES: dict[str, str] = {
     "parlai.agents.docgraph": "parlai_docgraph.agents",
     "parlai.tasks.docgraph": "parlai_docgraph.tasks.docgraph",
     "parlai.zoo.docgraph": "parlai_docgraph.zoo",
+    # ParlAI's cmu_dog task has no worlds module: ours gives interactive / self_chat a movie
+    "parlai.tasks.cmu_dog.worlds": "parlai_docgraph.tasks.docgraph.cmu_dog_worlds",
 }
 
 # Top-level modules compat may stand in for when the environment lacks them; kept here

@@ -301,6 +301,67 @@ def shim_pkg_resources(module: ModuleType) -> None:
     module.resource_filename = resource_filename
 
 
+#: the environment variables that turn downloads off (``parlai_docgraph.env.OFFLINE_VARIABLES``;
+#: compat imports nothing of the package)
+_OFFLINE = ("PARLAI_DOCGRAPH_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+def fix_cmu_dog(module: ModuleType) -> None:
+    """
+    Three faults of ParlAI's CMU_DoG teacher (``parlai/tasks/cmu_dog/agents.py``).
+
+    * ``--cmu-dog-split-type`` keeps a ``SplitType`` enum in the opt. Broke: ``TypeError:
+      Object of type SplitType is not JSON serializable`` when ``train_model -t cmu_dog``
+      saves a TorchAgent's dictionary (``DictionaryAgent.save`` dumps the opt). The option
+      now parses to the enum's value, a ``str``, which the module turns back into the enum
+      wherever it reads it (``SplitType(opt[...])``).
+    * ``_collapse_multi_msgs`` joins a user's consecutive messages into the first message's
+      dict of the loaded conversation, and the teacher runs it twice on every conversation
+      (once per speaker): every second-speaker episode read doubled texts ("Have you seen
+      it? Have you seen it?" in 2,594 of the 10,161 test turns). It now joins copies.
+    * Offline (``PARLAI_DOCGRAPH_OFFLINE``, ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE``)
+      without the data, the build's download failed with a network error; it now says
+      how to install a local copy.
+    """
+    cls = module.CMUDocumentGroundedConversationsTeacher
+    if getattr(cls.add_cmdline_args, _MARK, False):
+        return
+    import copy
+    import os
+
+    split_type, real_args = module.SplitType, cls.add_cmdline_args.__func__
+
+    def add_cmdline_args(klass: Any, parser: Any, partial_opt: Any = None) -> Any:
+        out = real_args(klass, parser, partial_opt)
+        action = parser._option_string_actions.get("--cmu-dog-split-type")
+        if action is not None:
+            action.type = lambda value: split_type(value).value
+            action.choices = [s.value for s in split_type]
+            action.default = split_type(action.default).value
+        return out
+
+    cls.add_cmdline_args = classmethod(_marked(add_cmdline_args))
+    real_collapse, real_build = module._collapse_multi_msgs, module.build
+    module._collapse_multi_msgs = lambda history, delim: real_collapse(
+        copy.deepcopy(history), delim)
+
+    def build(opt: Any) -> Any:
+        from parlai.core.build_data import built
+
+        dpath = os.path.join(opt["datapath"], "cmu_dog")
+        if not built(dpath, "1.2") and any(os.environ.get(v, "").strip().lower() in (
+                "1", "true", "yes", "on") for v in _OFFLINE):
+            raise FileNotFoundError(
+                f"cmu_dog: {dpath} is not built and downloads are off (offline). Install a "
+                f"local copy of festvox/datasets-CMU_DoG at commit "
+                f"618a14f27546165859305649aa84e6ac8710bb63 (a checkout, a mirror or its zip):"
+                f"\n    parlai-docgraph datasets install cmu_dog --from DIR_OR_ZIP "
+                f"--datapath {opt['datapath']}")
+        return real_build(opt)
+
+    module.build = build
+
+
 PATCHES: Dict[str, Callable[[ModuleType], None]] = {
     "parlai.nn.lr_scheduler": _fix_lr_scheduler_module,
     "parlai.core.dict": fix_dict_np_int,
@@ -309,6 +370,7 @@ PATCHES: Dict[str, Callable[[ModuleType], None]] = {
     "parlai.core.torch_ranker_agent": fix_ddp_cpu,
     "parlai.core.torch_generator_agent": fix_ddp_cpu,
     "parlai.utils.fsdp": fix_fsdp_join_gloo,
+    "parlai.tasks.cmu_dog.agents": fix_cmu_dog,
 }
 
 SHIMS: Dict[str, Callable[[ModuleType], None]] = {

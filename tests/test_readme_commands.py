@@ -53,6 +53,9 @@ def readme_commands() -> List[List[str]]:
 
 
 ALL_COMMANDS = readme_commands()
+#: zoo models built on first use from data a user installs (run as written over a stand-in
+#: in the test file named)
+BUILT_ON_FIRST_USE = {"zoo:docgraph/cmu_dog/model": "tests/test_cmu_dog_zoo.py"}
 #: the commands run here: those over the zoo model
 COMMANDS = [a for a in ALL_COMMANDS if "zoo:docgraph/sample/model" in a]
 
@@ -98,7 +101,8 @@ def test_the_readme_has_the_chat_commands():
     for args in ALL_COMMANDS:
         if args not in COMMANDS:
             model = args[args.index("-mf") + 1]
-            assert model in trained, f"{' '.join(args)}: no documented command trains {model}"
+            assert model in trained or model in BUILT_ON_FIRST_USE, \
+                f"{' '.join(args)}: no documented command trains {model}"
 
 
 @pytest.mark.parametrize("args", [a for a in COMMANDS if a[:2] == ["parlai", "interactive"]],

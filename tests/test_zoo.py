@@ -183,3 +183,29 @@ def test_zero_shot_reply_rows_take_the_zoo_responders_prompt():
     recipe = RECIPE["responder"]
     pairs = dict(zip(default[::2], default[1::2]))
     assert pairs and {flag: recipe[recipe.index(flag) + 1] for flag in pairs} == pairs
+
+
+def test_a_second_process_waits_for_a_build_instead_of_removing_it(tmp_path):
+    """While one process builds a zoo model (holding ``folder.lock``), another asking for the
+    same model waits, then finds it built; it used to take the unfinished folder for a stale
+    one and remove it under the first build."""
+    import fcntl
+    import threading
+
+    from parlai_docgraph.zoo.recipe import build_pipeline, mark_built, recipe_version
+
+    recipe = {"name": "locked", "selector": [], "responder": []}
+    folder = tmp_path / "models" / "docgraph" / "locked"
+    folder.mkdir(parents=True)
+    (folder / "half_trained").write_text("the first build's work")
+    got = []
+    with open(f"{folder}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first build is running
+        waiting = threading.Thread(target=lambda: got.append(
+            build_pipeline(str(folder), recipe, str(tmp_path))))
+        waiting.start()
+        waiting.join(timeout=2)
+        assert waiting.is_alive() and (folder / "half_trained").is_file()
+        mark_built(str(folder), recipe_version(recipe))  # the first build finishes
+    waiting.join(timeout=30)
+    assert got == [str(folder / "model")] and (folder / "half_trained").is_file()

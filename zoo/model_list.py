@@ -31,6 +31,28 @@ model_list = [
         "result": "see the README's table and docs/results/heldout_eval.json",
     },
     {
+        "title": "docgraph pipeline trained on CMU_DoG's human dialogues",
+        "id": "docgraph",
+        "path": "zoo:docgraph/cmu_dog/model",
+        "agent": "docgraph",
+        "task": "docgraph:cmu_dog",
+        "project": "parlai_docgraph",
+        "description": (
+            "The MiniLM graph selector trained on CMU_DoG's pseudo knowledge labels and "
+            "SmolLM2-135M-Instruct with LoRA adapters replying from the selected sentence, "
+            "each on a seeded subset of the train turns (seen split, without the release's "
+            "test conversations). Built offline on first use from the recipe zoo.cmu_dog of "
+            "parlai_docgraph/recipes/recipes.yaml when the data is in the datapath "
+            "(parlai-docgraph datasets install cmu_dog --from DIR_OR_ZIP): the data states no "
+            "licence, so no checkpoint is distributed."
+        ),
+        "example": (
+            "parlai eval_model -mf zoo:docgraph/cmu_dog/model -t docgraph:cmu_dog "
+            "--cmu-dog-split-type seen -dt test"
+        ),
+        "result": "docs/results/cmu_dog.json",
+    },
+    {
         "title": "docgraph pipeline trained on Wizard of Wikipedia",
         "id": "docgraph",
         "path": "zoo:docgraph/wow/model",

@@ -12,6 +12,7 @@ written atomically last, so a killed build never looks finished.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -91,15 +92,33 @@ def build_pipeline(folder: str, recipe: Recipe, datapath: str) -> str:
     ``train_model``, without ``-mf``/``--datapath``/``--seed``), compose them into
     ``folder/model`` (a ``-m docgraph`` model file, with the options in the optional
     ``recipe['pipeline']``) and mark ``folder`` built.
-    Returns the model file. An unfinished or outdated ``folder`` is removed first.
+    Returns the model file. An unfinished or outdated ``folder`` is removed first; a build
+    holds ``folder.lock``, so a second process asking for the model meanwhile waits for it.
     """
-    from parlai.core.agents import create_agent
-    from parlai.core.params import ParlaiParser
-
     version = recipe_version(recipe)
     model_file = os.path.join(folder, "model")
     if is_built(folder, version):
         return model_file
+    os.makedirs(os.path.dirname(os.path.abspath(folder)), exist_ok=True)
+    with open(f"{folder}.lock", "w") as lock:
+        # another process resolving the same zoo name while this one builds must wait for it,
+        # not take its unfinished folder for a stale one and remove it
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            logging.info(f"zoo build: another process is building {folder}; waiting for it")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_built(folder, version):
+            return model_file
+        return _build_locked(folder, recipe, datapath, version, model_file)
+
+
+def _build_locked(folder: str, recipe: Recipe, datapath: str, version: str,
+                  model_file: str) -> str:
+    """:func:`build_pipeline`'s work, under its lock."""
+    from parlai.core.agents import create_agent
+    from parlai.core.params import ParlaiParser
+
     if os.path.isdir(folder):
         logging.info(f"zoo build: {folder} is unfinished or from another recipe; rebuilding")
         shutil.rmtree(folder)

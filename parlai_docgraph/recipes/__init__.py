@@ -326,15 +326,19 @@ def _check(book: RecipeBook) -> None:
             raise RecipeError(f"{book.source}: tables.{t.name}.show: unknown recipe {t.show!r}")
 
 
-def load(path: Union[str, Path, None] = None) -> RecipeBook:
-    """Read and validate a recipe file (default: the packaged ``recipes.yaml``)."""
+def _read(path: Path) -> Any:
     import yaml
 
-    path = Path(path) if path is not None else RECIPES_FILE
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as err:
         raise RecipeError(f"{path}: not valid YAML: {err}") from err
+
+
+def load(path: Union[str, Path, None] = None) -> RecipeBook:
+    """Read and validate a recipe file (default: the packaged ``recipes.yaml``)."""
+    path = Path(path) if path is not None else RECIPES_FILE
+    data = _read(path)
     if not isinstance(data, dict) or data.get("version") != VERSION:
         raise RecipeError(f"{path}: expected a mapping with version: {VERSION}")
     papers = _need(data, "papers", str(path), dict)
@@ -345,3 +349,45 @@ def load(path: Union[str, Path, None] = None) -> RecipeBook:
     book = RecipeBook(papers, tables, recipes, str(path))
     _check(book)
     return book
+
+
+# ---------------------------------------------------------------------- zoo recipes
+#: the argument lists of a zoo recipe (``zoo.<name>`` of the file): the two ``train_model``
+#: runs (without ``-mf`` / ``--datapath`` / ``--seed``) and the composed model's options
+ZOO_PARTS = ("selector", "responder", "pipeline")
+
+
+@dataclass(frozen=True)
+class ZooRecipe:
+    """A zoo model's build (:mod:`parlai_docgraph.zoo.recipe`): its seed, each part's
+    ``train_model`` arguments, the composed model's options, and ``evaluation``: the
+    ``eval_model`` argument lists its figures come from (``{model}`` is the model file)."""
+
+    name: str
+    seed: int
+    selector: List[str]
+    responder: List[str]
+    pipeline: List[str]
+    evaluation: Dict[str, List[str]] = field(default_factory=dict)
+
+
+def zoo_recipe(name: str, path: Union[str, Path, None] = None) -> ZooRecipe:
+    """The zoo recipe ``name`` of the file's ``zoo`` section (:class:`RecipeError` naming
+    what is missing or malformed)."""
+    path = Path(path) if path is not None else RECIPES_FILE
+    zoo = (_read(path) or {}).get("zoo") or {}
+    if name not in zoo:
+        raise RecipeError(f"{path}: no zoo recipe {name!r} (zoo recipes: {', '.join(zoo) or 'none'})")
+    entry, where = zoo[name], f"{path}: zoo.{name}"
+    lists = {}
+    for part in ZOO_PARTS:
+        args = _need(entry, part, where, list)
+        if not all(isinstance(a, str) for a in args):
+            raise RecipeError(f"{where}.{part}: a list of strings")
+        lists[part] = list(args)
+    evaluation = {}
+    for stage, args in (entry.get("evaluation") or {}).items():
+        if not isinstance(args, list) or not args or not all(isinstance(a, str) for a in args):
+            raise RecipeError(f"{where}.evaluation.{stage}: a non-empty list of strings")
+        evaluation[stage] = list(args)
+    return ZooRecipe(name, int(_need(entry, "seed", where, int)), evaluation=evaluation, **lists)

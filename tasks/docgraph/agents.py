@@ -12,8 +12,10 @@ ParlAI teachers of the ``docgraph`` task family (``-t docgraph:<teacher>[:option
 | ``docgraph:synthetic[:topic_split|:random_split]`` | generated structure-only knowledge selection (unseen / seen people in valid/test) |
 | ``docgraph:expedition[:topic_split|:random_split]`` | a second generated structure task: cross-passage coreference and narrative order |
 | ``docgraph:docqa``                     | questions over whole documents (test: the held-out set of ``heldout_eval``) |
+| ``docgraph:cmu_dog``                   | CMU_DoG (ParlAI's ``cmu_dog`` files) with pools, pseudo knowledge labels and graph fields |
 """
 
+from parlai_docgraph.tasks.docgraph.cmu_dog import CmuDogTeacher
 from parlai_docgraph.tasks.docgraph.docqa import DocqaTeacher
 from parlai_docgraph.tasks.docgraph.expedition import ExpeditionTeacher
 from parlai_docgraph.tasks.docgraph.holle import HolleTeacher
@@ -28,4 +30,4 @@ class DefaultTeacher(SampleTeacher):
 
 
 __all__ = ["DefaultTeacher", "SampleTeacher", "WowTeacher", "HolleTeacher", "KomodisTeacher", "OpendialkgTeacher", "SampleKgTeacher",
-           "SyntheticTeacher", "ExpeditionTeacher", "DocqaTeacher"]
+           "SyntheticTeacher", "ExpeditionTeacher", "DocqaTeacher", "CmuDogTeacher"]

@@ -168,3 +168,37 @@ def wow_file(datapath: str, fname: str) -> str:
     if not os.path.isfile(path):
         raise MissingDatasetFile("wizard_of_wikipedia", path, WOW_URL, how=how)
     return path
+
+
+#: what ParlAI's cmu_dog build downloads (``parlai/tasks/cmu_dog/build.py``): the GitHub
+#: archive of festvox/datasets-CMU_DoG at this commit
+CMU_DOG_COMMIT = "618a14f27546165859305649aa84e6ac8710bb63"
+CMU_DOG_URL = f"https://github.com/festvox/datasets-CMU_DoG/archive/{CMU_DOG_COMMIT}.zip"
+CMU_DOG_VERSION = "1.2"
+
+
+def cmu_dog_folder(datapath: str) -> str:
+    """
+    ``<datapath>/cmu_dog``, built by ParlAI's build (marker version 1.2): when it is not,
+    ParlAI's build downloads it if downloads are allowed; offline, the error names
+    ``parlai-docgraph datasets install cmu_dog --from DIR_OR_ZIP``.
+    """
+    from parlai.core.build_data import built
+
+    folder = os.path.join(datapath, "cmu_dog")
+    if built(folder, CMU_DOG_VERSION):
+        return folder
+    how = (f"Install it from a local copy (a checkout of festvox/datasets-CMU_DoG at "
+           f"{CMU_DOG_COMMIT}, or that commit's zip):\n"
+           f"    parlai-docgraph datasets install cmu_dog --from DIR_OR_ZIP "
+           f"--datapath {datapath}")
+    marker = os.path.join(folder, ".built")
+    if not downloads_allowed():
+        raise MissingDatasetFile("cmu_dog", marker, CMU_DOG_URL, how=how)
+    try:
+        from parlai.tasks.cmu_dog.build import build
+
+        build({"datapath": datapath})
+    except Exception as e:  # network errors of every flavour: say what to do instead
+        raise MissingDatasetFile("cmu_dog", marker, CMU_DOG_URL, how=f"{how}\n  Download failed: {e}")
+    return folder

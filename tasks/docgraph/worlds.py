@@ -2,7 +2,9 @@
 Interactive and self-chat worlds of the ``docgraph`` tasks: ``parlai interactive -mf M -t
 docgraph:sample`` (or ``docgraph:wow``, ``docgraph:holle``, ``docgraph``) chats about the
 topics of the task; ``parlai self_chat -mf M -t docgraph:sample`` lets the model talk to a
-copy of itself about them.
+copy of itself about them. ``docgraph:cmu_dog`` and ParlAI's own ``cmu_dog`` (whose
+``parlai.tasks.cmu_dog.worlds`` is :mod:`.cmu_dog_worlds`) chat about CMU_DoG's movies, each
+with its whole article as the pool.
 
 Each chat picks one topic of the task's ``--interactive-topics-datatype`` split (in order,
 or the one named by ``--topic``) and hands the model, with every turn it observes, that
@@ -94,12 +96,15 @@ class _TopicWorld:
                            help="interactive / self_chat: split whose topics and knowledge "
                            "pools are used")
 
+    def load_topics(self) -> List[Topic]:
+        """The topics of the task (the first pool of each ``chosen_topic``)."""
+        return task_topics(self.opt, self.opt["interactive_topics_datatype"])
+
     def init_topics(self, shared=None) -> None:
         if shared is not None and "topics" in shared:
             self.topics = shared["topics"]
         else:
-            self.topics = task_topics(self.opt,
-                                      self.opt["interactive_topics_datatype"])
+            self.topics = self.load_topics()
         wanted = self.opt.get("topic")
         if wanted:
             names = [name for name, _ in self.topics]
@@ -212,3 +217,32 @@ class SelfChatWowWorld(SelfChatWorld):
 
 class SelfChatHolleWorld(SelfChatWorld):
     pass
+
+
+def movie_topics(opt: Opt) -> List[Topic]:
+    """CMU_DoG's 30 movies (``wiki_data.json`` of the datapath), each with its whole article
+    as the pool (:func:`~parlai_docgraph.graphs.movie_articles.article_pool`): in a chat no
+    section is shown, so the model may select from any of them."""
+    import os
+
+    from parlai_docgraph.graphs.movie_articles import article_pool
+    from parlai_docgraph.tasks.docgraph.build import cmu_dog_folder
+    from parlai_docgraph.tasks.docgraph.readers.cmu_dog import read_articles
+
+    articles = read_articles(os.path.join(cmu_dog_folder(opt["datapath"]), "wiki_data.json"))
+    pools = [article_pool(articles[key]) for key in sorted(articles, key=int)]
+    return [(pool[0][0], [[t, list(ss)] for t, ss in pool]) for pool in pools if pool]
+
+
+class InteractiveCmu_dogWorld(InteractiveWorld):
+    """``parlai interactive -t docgraph:cmu_dog`` (and ``-t cmu_dog``): one movie per episode."""
+
+    def load_topics(self) -> List[Topic]:
+        return movie_topics(self.opt)
+
+
+class SelfChatCmu_dogWorld(SelfChatWorld):
+    """``parlai self_chat -t docgraph:cmu_dog`` (and ``-t cmu_dog``): one movie per episode."""
+
+    def load_topics(self) -> List[Topic]:
+        return movie_topics(self.opt)

@@ -178,6 +178,37 @@ def _kg_ceiling_page(data: Dict[str, Any], img: Path) -> str:
     return markdown_table(data["kg_ceiling"])
 
 
+def _cmu_dog_problems(data: Dict[str, Any]) -> List[str]:
+    out: List[str] = []
+    for key in ("conversations", "sample_seed"):
+        _need(data, f"cmu_dog.setup.{key}", NUM, out)
+    systems = _need(data, "cmu_dog.systems", (dict,), out) or {}
+    if "zoo model" not in systems:
+        out.append("cmu_dog.systems has no 'zoo model' row")
+    for row, splits in systems.items():
+        for split in splits:
+            for key in ("exs", "f1", "bleu-4", "knowledge_f1", "rare_word_f1"):
+                _need(data, f"cmu_dog.systems.{row}.{split}.{key}", NUM, out)
+    for i, _ in enumerate(_need(data, "cmu_dog.published", (list,), out) or []):
+        for key, types in (("model", (str,)), ("f1", NUM), ("at_most_200m", (bool,))):
+            if not isinstance(data["cmu_dog"]["published"][i].get(key), types):
+                out.append(f"cmu_dog.published[{i}].{key} missing")
+    _need(data, "cmu_dog.published_source", (str,), out)
+    return out
+
+
+def _cmu_dog_page(data: Dict[str, Any], img: Path) -> str:
+    from parlai_docgraph.scripts.cmu_dog_eval import markdown_table
+
+    result = data["cmu_dog"]
+    setup = result["setup"]
+    sample = (f"a sample of {setup['conversations']} test conversations per split (seed "
+              f"{setup['sample_seed']})" if setup["conversations"] else "every test turn")
+    published = "\n".join(f"| {p['model']} | {p['f1']:.1f} |" for p in result["published"])
+    return (f"Measured on {sample}; figures in % (perplexity as it is).\n\n"
+            + markdown_table(result) + "\n\nPublished test F1 (%) on the release's test "
+            f"split ({result['published_source']}):\n\n| model | F1 |\n|---|---|\n"
+            + published)
 def _graph_margin_problems(data: Dict[str, Any]) -> List[str]:
     out: List[str] = []
     runs = _need(data, "graph_margin.runs", (list,), out) or []
@@ -348,6 +379,8 @@ KINDS: Sequence[Kind] = (
     Kind("long_documents", "Long documents", lambda d: "long_documents" in d,
          _long_documents_problems, _long_documents_page),
     Kind("chat", "Speed of a chat turn", lambda d: "chat" in d, _chat_problems, _chat_page),
+    Kind("cmu_dog", "Real human dialogues: CMU_DoG", lambda d: "cmu_dog" in d,
+         _cmu_dog_problems, _cmu_dog_page),
     Kind("gsr_real", "DialogGSR on real weights", lambda d: "gsr_real" in d,
          _gsr_real_problems, _gsr_real_page),
     Kind("kg_ceiling", "Best possible retrieval on the sample KG", lambda d: "kg_ceiling" in d,
@@ -570,6 +603,18 @@ def _summary_rows(files: Dict[str, Dict[str, Any]]) -> List[Tuple[str, str, str]
             rows.append((f"Best path@k any retriever can expect on `{r['task']}` test (its gold "
                          "paths are random walks)", f"path@1 {t['path@1_max']:.3f}, path@3 "
                          f"{t['path@3_max']:.3f} ({t['gold_path_turns']} turns)", name))
+        elif kind.name == "cmu_dog":
+            r = data["cmu_dog"]
+            ours = r["systems"].get("zoo model", {})
+            f1 = ", ".join(f"{split} {100 * f['f1']:.1f}" for split, f in ours.items())
+            best = max((p for p in r["published"] if p["at_most_200m"]),
+                       key=lambda p: p["f1"], default=None)
+            n = r["setup"]["conversations"]
+            rows.append((f"Replies on CMU_DoG's human dialogues (`zoo:docgraph/cmu_dog/model`, "
+                         f"{f'{n} test conversations per split' if n else 'all test turns'})",
+                         f"F1 {f1}" + (f" (best published at most 200M parameters: "
+                                       f"{best['model'].split(' (')[0]} {best['f1']:.1f})"
+                                       if best else ""), name))
         elif kind.name == "graph_margin":
             row = data["graph_margin"].get("current")
             if not row:

@@ -60,6 +60,7 @@ from parlai.core.torch_generator_agent import PPLMetric, TorchGeneratorAgent
 
 from parlai_docgraph.models.responder import chat
 
+from parlai_docgraph.agents.article_turns import ArticleTurns
 from parlai_docgraph.agents.base import FullyQualifiedOptMixin, WeightsOnlyLoadMixin, fill_saved_opt
 from parlai_docgraph.agents.gpt2_responder.args import SAVED_BEFORE, add_responder_args
 from parlai_docgraph.agents.lm_adapters import adapt_lm, lm_dtype
@@ -166,6 +167,18 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
             self.dict.hf_tokenizer.save_pretrained(target)
 
     # ------------------------------------------------------------------ vectorising
+    def observe(self, observation):
+        """TorchAgent's observe; a ParlAI ``-t cmu_dog`` message first gets its pool and
+        pseudo label (:mod:`..article_turns`), the knowledge the responder reads."""
+        if not hasattr(self, "article_turns"):
+            self.article_turns = ArticleTurns()
+        return super().observe(self.article_turns.adapt(observation))
+
+    def reset(self):
+        super().reset()
+        if hasattr(self, "article_turns"):
+            self.article_turns.reset()
+
     def _set_text_vec(self, obs, history, truncate):
         if "text" not in obs:
             return obs

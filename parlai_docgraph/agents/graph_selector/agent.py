@@ -288,6 +288,12 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             scores = scores + prior.to(scores.device, scores.dtype)
         return dataclasses.replace(out, scores=scores)
 
+    def set_interactive_mode(self, mode, shared=False):
+        # the message's own knowledge candidates also in a chat: ParlAI's default ("fixed",
+        # built by running the task) made self_chat -t cmu_dog of a selector alone fail
+        self.opt["interactive_candidates"] = "inline"
+        super().set_interactive_mode(mode, shared)
+
     def score_candidates(self, batch, cand_vecs=None, cand_encs=None):
         """
         ``[B, max candidates]`` scores of every candidate of ``batch`` (in

@@ -12,6 +12,7 @@ from typing import Any, Dict, List
 from parlai.core.message import Message
 from parlai.core.torch_agent import Batch
 
+from parlai_docgraph.agents.article_turns import ArticleTurns
 from parlai_docgraph.agents.graph_selector.messages import (
     check_has_candidates, message_passages, multi_reference_gold, passages_or_empty, recent_turns,
 )
@@ -25,10 +26,16 @@ class BatchingMixin:
     """Message -> ``Batch`` methods of the graph selector (before its ``TorchRankerAgent``
     base in the class bases)."""
 
+    #: ParlAI's ``-t cmu_dog`` messages as ``--label-type chosen_sent`` ones (one per copy)
+    article_turns: ArticleTurns
+
     def observe(self, observation: Message) -> Message:
         """TorchAgent's observe, plus the message's ``--background`` pool (per episode)."""
         if self._episode_over:
             self.background.reset()
+        if not hasattr(self, "article_turns"):
+            self.article_turns = ArticleTurns()
+        observation = self.article_turns.adapt(observation, "chosen_sent")
         check_has_candidates(observation)
         obs = super().observe(observation)
         self._episode_over = bool(obs.get("episode_done"))
@@ -48,6 +55,8 @@ class BatchingMixin:
     def reset(self):
         super().reset()
         self.background.reset()
+        if hasattr(self, "article_turns"):
+            self.article_turns.reset()
         self._episode_over = False
 
     def _set_text_vec(self, obs, history, truncate):

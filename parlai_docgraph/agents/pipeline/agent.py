@@ -41,6 +41,7 @@ from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 from parlai.utils import logging
 
+from parlai_docgraph.agents.article_turns import ArticleTurns
 from parlai_docgraph.atomic import write_text_atomic
 from parlai_docgraph.agents.base import fill_saved_opt, qualified_name
 from parlai_docgraph.graphs.corpus import Pool as Passages
@@ -115,6 +116,7 @@ class DocgraphAgent(Agent):
             retriever=document_retriever(opt, self.selector, cache_root))
         self._dense_pending = False  # a background dense build the user was told about
         self.turn_pool: Passages = []  # the knowledge pool of the last turn
+        self.article_turns = ArticleTurns()  # ParlAI's -t cmu_dog messages, both parts' form
         self._dialogue: List[str] = []  # this episode's turns, for retrieval
         self._notes: List[str] = []
         self._told_no_knowledge = False
@@ -224,8 +226,9 @@ class DocgraphAgent(Agent):
     # ------------------------------------------------------------------ dialogue
     def observe(self, observation) -> Message:
         """Both parts observe the message; the selector's context is the responder's
-        dialogue history, so both read the same turns."""
-        msg = Message(observation)
+        dialogue history, so both read the same turns (a ParlAI ``-t cmu_dog`` message
+        first gets its pool and pseudo label: :mod:`..article_turns`)."""
+        msg = Message(self.article_turns.adapt(observation))
         if self.opt.get("interactive_mode") and "text" in msg and not any(
                 k in msg for k in ("labels", "eval_labels")):
             if msg.get("id") == "context" and not str(msg["text"]).strip():
@@ -347,6 +350,7 @@ class DocgraphAgent(Agent):
         super().reset()
         self._dialogue = []
         self._told_history_cut = False
+        self.article_turns.reset()
         self.index.last_pool = None
         self.selector.reset()
         self.responder.reset()
