@@ -149,7 +149,7 @@ def test_selector_message_and_metric_merging():
     from parlai.core.message import Message
 
     from parlai_docgraph.agents.pipeline.messages import (
-        NO_CHOSEN, merge_metrics, read_selection, selector_message,
+        NO_KNOWLEDGE_LINE, merge_metrics, read_selection, selector_message,
     )
 
     msg = Message({"text": "hi", "labels": ["a reply"], "title": "T",
@@ -157,13 +157,13 @@ def test_selector_message_and_metric_merging():
                    "label_candidates": ["other reply"]})
     sel = selector_message(msg, context="earlier\nhi")
     assert sel["labels"] == ["T S two."]
-    assert sel["label_candidates"] == [NO_CHOSEN, "T S one.", "T S two."]
+    assert sel["label_candidates"] == [NO_KNOWLEDGE_LINE, "T S one.", "T S two."]
     assert sel["full_text"] == "earlier\nhi" and "eval_labels" not in sel
     msg2 = Message({**msg, "title": "no_passages_used", "checked_sentence": "no_passages_used"})
     msg2["eval_labels"] = msg2.pop("labels")
-    assert selector_message(msg2, None)["eval_labels"] == [NO_CHOSEN]
+    assert selector_message(msg2, None)["eval_labels"] == [NO_KNOWLEDGE_LINE]
     assert read_selection(msg, {"text": "T S one."})["sentence"] == "S one."
-    assert read_selection(msg, {"text": NO_CHOSEN})["sentence"] == "no_passages_used"
+    assert read_selection(msg, {"text": NO_KNOWLEDGE_LINE})["sentence"] == "no_passages_used"
     merged = merge_metrics({"loss": 1.0, "ppl": 2.0}, {"loss": 3.0, "know_acc": 0.5})
     assert merged == {"loss": 1.0, "ppl": 2.0, "sel_loss": 3.0, "know_acc": 0.5}
 

@@ -39,7 +39,7 @@ from parlai_docgraph.graphs.corpus import Pool as Passages, read_document
 from parlai_docgraph.jsonio import iter_jsonl
 
 from parlai_docgraph.tasks.docgraph.base import DocgraphDialogTeacher
-from parlai_docgraph.tasks.docgraph.wow import add_knowledge_label_args, pool_message
+from parlai_docgraph.tasks.docgraph.knowledge_teacher import add_knowledge_label_args, pool_message
 
 DOCQA = Path(__file__).resolve().parent / "sample_data" / "docqa"
 # the package's assets, wherever ``tasks/`` lives (an editable install keeps the repository

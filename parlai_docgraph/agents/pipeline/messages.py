@@ -19,10 +19,9 @@ from parlai.core.message import Message
 from parlai.core.opt import Opt
 
 from parlai_docgraph.agents.graph_selector.messages import message_passages
-from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.graphs.knowledge_lines import NO_KNOWLEDGE_LINE, NO_PASSAGE
 from parlai_docgraph.textnorm import clean_text, replaced_note
 
-NO_CHOSEN = f"{NO_PASSAGE} {NO_PASSAGE}"
 #: the note that answers a chat message asking to load a file
 LOAD_REFUSED = ("no chat message opens a file: documents come from --documents when the chat "
                 "starts (the web chat: its Upload button or a pasted document)")
@@ -58,7 +57,7 @@ def gold_line(msg: Any) -> Optional[str]:
     if not sentence and not title:
         return None
     if not sentence or sentence == NO_PASSAGE or title == NO_PASSAGE:
-        return NO_CHOSEN
+        return NO_KNOWLEDGE_LINE
     return f"{title} {sentence}" if title else sentence
 
 
@@ -71,7 +70,7 @@ def selector_message(msg: Message, context: Optional[str]) -> Message:
     out = Message({k: v for k, v in msg.items() if k not in LABEL_KEYS + ("label_candidates",)})
     lines = knowledge_lines(msg)
     if lines:
-        out["label_candidates"] = [NO_CHOSEN] + [line for line, _, _ in lines]
+        out["label_candidates"] = [NO_KNOWLEDGE_LINE] + [line for line, _, _ in lines]
     gold = gold_line(msg)
     for key in LABEL_KEYS:
         if key in msg and gold is not None:
