@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = (ROOT / "parlai_docgraph", ROOT / "tasks", ROOT / "zoo")
 
 BUILDERS = {"build_document_graph", "build_multilevel_graph", "extend_document_graph"}
-#: modules that may call a graph builder: the factory and the builders themselves (an
-#: extension rebuilds)
-BUILDER_CALLERS = {"parlai_docgraph/graphs/factory.py", "parlai_docgraph/graphs/semantic.py",
+#: modules that may call a graph builder: the factory's registered builder specs and the
+#: builders themselves (an extension rebuilds)
+BUILDER_CALLERS = {"parlai_docgraph/graphs/builders.py", "parlai_docgraph/graphs/semantic.py",
                    "parlai_docgraph/graphs/multilevel.py"}
 JSON_MODULE = "parlai_docgraph/jsonio.py"
 #: (module, the argument's source) -> why that ``json.loads`` reads no file of its own
@@ -332,7 +332,7 @@ def test_checkers_flag_planted_violations():
             "import json\ndef f(text, path):\n    json.loads(text)\n"
             "    return json.load(open(path))\n"),
         "parlai_docgraph/kg/z.py": ast.parse("from spacy.util import filter_spans\n"),
-        "parlai_docgraph/graphs/factory.py": ast.parse(
+        "parlai_docgraph/graphs/builders.py": ast.parse(
             "def f(p):\n    return build_document_graph(p)\n"),
         "parlai_docgraph/models/gguf.py": ast.parse(
             "from transformers import AutoModelForCausalLM as A, T5ForConditionalGeneration\n"
