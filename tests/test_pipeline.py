@@ -162,8 +162,11 @@ def test_selector_message_and_metric_merging():
     msg2 = Message({**msg, "title": "no_passages_used", "checked_sentence": "no_passages_used"})
     msg2["eval_labels"] = msg2.pop("labels")
     assert selector_message(msg2, None)["eval_labels"] == [NO_KNOWLEDGE_LINE]
-    assert read_selection(msg, {"text": "T S one."})["sentence"] == "S one."
-    assert read_selection(msg, {"text": NO_KNOWLEDGE_LINE})["sentence"] == "no_passages_used"
+    one = read_selection(msg, {"text": "T S one.", "selected_candidate": 1})
+    assert (one.sentence, one.passage, one.sentence_index, one.line) == ("S one.", 0, 0, "T S one.")
+    none = read_selection(msg, {"text": NO_KNOWLEDGE_LINE, "selected_candidate": 0})
+    assert none.sentence == "no_passages_used" and not none.uses_knowledge
+    assert not read_selection(msg, None).uses_knowledge
     merged = merge_metrics({"loss": 1.0, "ppl": 2.0}, {"loss": 3.0, "know_acc": 0.5})
     assert merged == {"loss": 1.0, "ppl": 2.0, "sel_loss": 3.0, "know_acc": 0.5}
 
@@ -198,5 +201,19 @@ def test_parlai_knowledge_lines_with_separator_keep_the_gold_among_candidates():
     assert sel["labels"] == ["Lighthouse A lighthouse is a tower."]
     assert sel["labels"][0] in sel["label_candidates"]
     assert len(sel["label_candidates"]) == 4  # no_passages_used + three sentences
-    got = read_selection(msg, {"text": "Fresnel lens The lens focuses light."})
-    assert (got["title"], got["sentence"]) == ("Fresnel lens", "The lens focuses light.")
+    got = read_selection(msg, {"text": "Fresnel lens The lens focuses light.",
+                               "selected_candidate": 3})
+    assert (got.title, got.sentence, got.passage) == ("Fresnel lens", "The lens focuses light.", 1)
+
+
+def test_a_selection_is_located_by_position_not_by_text():
+    """Two passages holding the same sentence: the choice is the one the selector ranked,
+    which comparing strings cannot tell apart (it took the first)."""
+    from parlai_docgraph.graphs.selection import Selection
+
+    pool = [("A", ["Same words.", "Other."]), ("A", ["Same words."])]
+    got = Selection.from_candidate(pool, 3, scores=[0.9, 0.1], top_concepts=["word"])
+    assert (got.passage, got.sentence_index, got.sentence) == (1, 0, "Same words.")
+    assert got.as_dict()["scores"] == [0.9, 0.1] and got.top_concepts == ("word",)
+    with pytest.raises(IndexError, match="past the pool's 3 sentences"):
+        Selection.from_candidate(pool, 4)

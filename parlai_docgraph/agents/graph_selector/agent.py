@@ -348,4 +348,4 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                 for name, values in (found or {}).items():
                     self.record_local_metric(name, values)
         return Output(r["preds"], r["cands"], candidate_scores=r["scores"],
-                      top_concepts=concepts)
+                      top_concepts=concepts, selected_candidate=r["chosen"])

@@ -20,6 +20,7 @@ from parlai.core.opt import Opt
 
 from parlai_docgraph.agents.graph_selector.messages import message_passages
 from parlai_docgraph.graphs.knowledge_lines import NO_KNOWLEDGE_LINE, NO_PASSAGE
+from parlai_docgraph.graphs.selection import Selection
 from parlai_docgraph.textnorm import clean_text, replaced_note
 
 #: the note that answers a chat message asking to load a file
@@ -80,25 +81,18 @@ def selector_message(msg: Message, context: Optional[str]) -> Message:
     return out
 
 
-def read_selection(msg: Any, reply: Any) -> Dict[str, Any]:
+def read_selection(msg: Any, reply: Any) -> Selection:
     """
-    ``{"title", "sentence", "line", "top_concepts", "scores"}`` of the selector's reply to
-    ``msg``: the chosen candidate line mapped back to its passage title and sentence
-    (``no_passages_used`` for the no-knowledge candidate or no reply).
+    The :class:`~parlai_docgraph.graphs.selection.Selection` of the selector's reply to
+    ``msg``: its ``selected_candidate`` (the position among the candidates
+    :func:`selector_message` gave it) located in the message's pool; the no-knowledge
+    selection for that candidate, for no reply, or for a message without a pool.
     """
-    line = (reply or {}).get("text") or ""
-    title, sentence = NO_PASSAGE, NO_PASSAGE
-    for cand, t, s in knowledge_lines(msg):
-        if cand == line:
-            title, sentence = t, s
-            break
-    return {
-        "title": title,
-        "sentence": sentence,
-        "line": line,
-        "top_concepts": list((reply or {}).get("top_concepts") or []),
-        "scores": (reply or {}).get("candidate_scores"),
-    }
+    reply = reply or {}
+    pool = message_passages(msg) if knowledge_lines(msg) else []
+    return Selection.from_candidate(pool, reply.get("selected_candidate"),
+                                    reply.get("candidate_scores"),
+                                    reply.get("top_concepts") or ())
 
 
 def merge_metrics(responder: Optional[Dict], selector: Optional[Dict]) -> Dict[str, Any]:
