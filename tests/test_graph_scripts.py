@@ -264,7 +264,9 @@ def test_bench_runs_registered_benchmarks(tmp_path, monkeypatch, capsys):
     assert json.loads(out.read_text()) == results
     assert results["toy"]["quick"] is True and results["meta"]["quick"] is True
     text = capsys.readouterr().out
-    assert "goal >= 0.8: NOT met" in text and "2.00x" in text
+    assert "goal >= 1.0: NOT met" in text and "2.00x" in text
+    load = results["meta"]["load_average"]  # how busy the machine was
+    assert set(load) == {"before", "after"} and results["meta"]["threads"] >= 1
     with pytest.raises(ValueError, match="unknown benchmark"):
         bench.run_benchmarks(["nope"])
 

@@ -140,6 +140,13 @@ def test_benchmark_figures_quick():
     figures = graph_benchmark(DOCS, quick=True)
     assert json.loads(json.dumps(figures)) == figures
     assert figures["graph_build_vs_spacy"] > 0 and figures["cache_load_ms_per_graph"] > 0
+    for key in ("graph_build_vs_spacy", "graph_build_vs_spacy_no_parse_cache"):
+        sp = figures[key + "_spread"]  # the median of >= 5 alternated repetitions
+        assert sp["median"] == figures[key] and sp["reps"] >= 5
+        assert sp["min"] <= sp["median"] <= sp["max"]
+    parts = figures["build_parts_s"]
+    assert parts["distinct_sentences"] <= figures["sentences"]
+    assert all(parts[k] >= 0 for k in ("spacy", "roles", "parse_cache", "coref_and_assembly"))
     assert set(figures["build_s_by_sentences"]) == {"10", "50"}
     assert figures["pools"] == 4 and figures["quick"] is True
     with pytest.raises(ValueError, match="at least one"):

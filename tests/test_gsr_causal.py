@@ -25,6 +25,7 @@ from parlai_docgraph.kg.subgraph import Hop
 from parlai_docgraph.models.gsr.model import LABEL_PAD, load_lm, load_gsr_tokenizer as load_tokenizer
 from parlai_docgraph.models.gsr.build import build_gsr_model
 from parlai_docgraph.models.gsr.causal import CausalGSRModel
+from parlai_docgraph.models.gsr.model import GSRModel
 
 FAMILIES = ("llama", "qwen")
 
@@ -240,3 +241,84 @@ def test_lora_token_rows_are_merged_while_generating_and_restored_exactly(lm_dir
     with torch.no_grad():
         model.lm(input_ids=ids)
     assert len(copies) == 2  # outside: peft's per-call copy, for each of the two layers
+
+
+def test_lora_updates_are_merged_while_generating_and_restored_exactly(lm_dirs, tmp_path):
+    """Generation computes with each float32 LoRA update merged into its weight (one matrix
+    product a projection, the same logits) and every weight is restored bit for bit on
+    exit; a training model, or bf16 weights, are left as they are; the constrained paths of
+    a trained adapter are the ones the unmerged model decodes."""
+    from peft.tuners.lora import LoraLayer
+
+    from parlai_docgraph.models import adapters
+
+    model, tok, inputs = _build(lm_dirs["llama"], seed=3)
+    model.lm = adapters.apply_lora(model.lm, adapters.LoraSettings(r=4), model.special_ids)
+    lora = [m for m in model.lm.modules() if isinstance(m, LoraLayer)]
+    assert lora
+    with torch.no_grad():  # a trained adapter: B is zero at initialisation
+        for m in lora:
+            m.lora_B["default"].weight.normal_(0, 0.05)
+    model.eval()
+    weights = {id(m): m.get_base_layer().weight.detach().clone() for m in lora}
+    ids = torch.tensor([inputs.retrieve_source(inputs.context("Do you like Se7en?"))])
+    with torch.no_grad():
+        expected = model.lm(input_ids=ids).logits
+        with adapters.lora_merged(model.lm):
+            assert all(m.merged for m in lora)
+            merged = model.lm(input_ids=ids).logits
+    assert torch.allclose(merged, expected, atol=1e-5)
+    assert not any(m.merged for m in lora)
+    assert all(torch.equal(m.get_base_layer().weight, weights[id(m)]) for m in lora)
+    model.train()
+    with adapters.lora_merged(model.lm):
+        assert not any(m.merged for m in lora)
+    model.eval()
+    acts = [a for a in teacher_acts("docgraph:sample_kg", tmp_path / "dp") if a.get("kg_candidates")][:4]
+    cands = [[kg_fields.json_to_path(p) for p in a["kg_candidates"]] for a in acts]
+    sources = [inputs.retrieve_source(inputs.context(a["text"])) for a in acts]
+    tries = [inputs.trie(c) for c in cands]
+    with torch.no_grad():
+        merged_paths = model.generate_paths(sources, tries, num_beams=5, num_return=5, max_new_tokens=60)
+        plain_paths = GSRModel.generate_paths(model, sources, tries, num_beams=5, num_return=5,
+                                              max_new_tokens=60)  # nothing merged
+    assert [[ids for ids, _ in h] for h in merged_paths] == [[ids for ids, _ in h] for h in plain_paths]
+    assert [s for h in merged_paths for _, s in h] == pytest.approx(
+        [s for h in plain_paths for _, s in h], abs=1e-4)
+    assert all(torch.equal(m.get_base_layer().weight, weights[id(m)]) for m in lora)
+    first = lora[0].get_base_layer()
+    first.weight.data = first.weight.data.to(torch.bfloat16)
+    with adapters.lora_merged(model.lm):
+        assert not lora[0].merged and all(m.merged for m in lora[1:])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_prompt_cache_gives_the_same_beams_and_runs_each_prompt_once(lm_dirs, sample_turns,
+                                                                     family, monkeypatch):
+    """A beam search runs each (left-padded) prompt through the LM once, not once per beam,
+    and decodes the same paths with the same scores as without the cache."""
+    model, _, inputs = _build(lm_dirs[family], seed=1)
+    acts = sorted(sample_turns, key=lambda a: len(a["text"]))[::4][:4]
+    cands = [[kg_fields.json_to_path(p) for p in a["kg_candidates"]] for a in acts]
+    sources = [inputs.retrieve_source(inputs.context(a["text"])) for a in acts]
+    assert len({len(s) for s in sources}) > 1  # rows really are left-padded
+    tries = [inputs.trie(c) for c in cands]
+    rows = []
+    hook = model.lm.get_input_embeddings().register_forward_hook(
+        lambda _m, args, _out: rows.append(args[0].numel()))
+
+    def decode():
+        rows.clear()
+        with torch.no_grad():
+            out = model.generate_paths(sources, tries, num_beams=5, num_return=5, max_new_tokens=60)
+        return out, sum(rows)
+
+    cached, cached_tokens = decode()
+    monkeypatch.setattr(CausalGSRModel, "prompt_cache", lambda self, ids, mask, beams: {})
+    plain, plain_tokens = decode()
+    hook.remove()
+    width = max(len(s) for s in sources)
+    # prompts but their last token: once per example instead of once per beam
+    assert plain_tokens - cached_tokens == 4 * (5 - 1) * (width - 1)
+    assert [[ids for ids, _ in h] for h in cached] == [[ids for ids, _ in h] for h in plain]
+    assert [s for h in cached for _, s in h] == pytest.approx([s for h in plain for _, s in h], abs=1e-4)

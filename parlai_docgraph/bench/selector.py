@@ -13,9 +13,13 @@ same run: ``--graph-variant full`` and ``--graph-variant none``. Figures:
   come from ``build_graphs``' store).
 - ``first_turn_graph_ms``: ``{candidates: ms}``, the extra time of the turn that builds and
   embeds a new pool's graph in process (``--graph-cache memory``, nothing stored).
-- ``overhead_by_candidates``: ``{candidates: full / none}`` of ``latency_ms``;
-  ``selector_overhead_vs_ranking``: the largest of them (goal <= 1.10, ``bench.GOAL_MAXIMA``:
-  the graph should add little to the encoder forward).
+- ``overhead_by_candidates``: ``{candidates: full / none}``, the median of the per-repetition
+  ratios of ``latency_ms`` (the two variants' turns timed back to back, in alternating
+  order, :mod:`.spread`; 9 repetitions, 5 with ``--quick``), with their min and max in
+  ``overhead_spread_by_candidates``; ``selector_overhead_vs_ranking``: the largest median
+  (goal <= 1.05, ``bench.GOAL_MAXIMA``: the graph should add little to the encoder
+  forward), its spread and size in ``selector_overhead_vs_ranking_spread``. Both agents
+  run with the same threads (``threads``, :func:`~.spread.pinned_threads`).
 - ``train_examples_per_s``: ``{variant: examples/s}`` of training ``batch_act`` calls
   (``batchify`` + ``train_step``) on batches of the bundled sample (16 examples, 4 with
   ``--quick``; k = 5 sampled negatives), graphs already built and embedded, the variants'
@@ -25,8 +29,7 @@ same run: ``--graph-variant full`` and ``--graph-variant none``. Figures:
 Pools of exactly ``n - 1`` sentences (plus ``no_passages_used``) are cut from the bundled
 ``docgraph:sample`` passages (real Wikipedia text; past its ~150 distinct sentences the
 passages repeat under new titles), so sizes are comparable across runs.
-``--quick``: 2 timed turns per size (median of 2) and 1 training step of 4 examples per
-variant.
+``--quick``: 5 repetitions per size and 1 training step of 4 examples per variant.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from parlai_docgraph.graphs.knowledge_lines import NO_KNOWLEDGE_LINE
 from parlai_docgraph.graphs.config import GraphVariant
@@ -93,6 +96,7 @@ def make_agent(variant: str, datapath: str, encoder: str = "minilm-l6") -> Any:
 
 
 def _turn_ms(agent: Any, message: Dict[str, Any]) -> float:
+    """Milliseconds of one evaluation turn (``observe`` + ``act``) of a reset ``agent``."""
     from parlai.core.message import Message
 
     agent.reset()
@@ -159,41 +163,58 @@ def train_messages(datapath: str, limit: int) -> List[Dict[str, Any]]:
     return out
 
 
-def selector_benchmark(quick: bool = False, encoder: str = "minilm-l6") -> Dict[str, Any]:
-    """The figures of the module docstring."""
+def selector_benchmark(quick: bool = False, encoder: str = "minilm-l6",
+                       reps: Optional[int] = None, threads: Optional[int] = None) -> Dict[str, Any]:
+    """The figures of the module docstring (``reps``: alternated repetitions of each size,
+    at least :data:`~.spread.MIN_REPS`; ``threads``: for both variants, default
+    :func:`~.spread.default_threads`)."""
     import torch
 
-    repeats, steps, bs = (2, 1, 4) if quick else (5, 6, 16)
+    from parlai_docgraph.bench.spread import (
+        MIN_REPS, alternated, default_threads, pinned_threads, ratio_spread,
+    )
+
+    reps = max(MIN_REPS, reps or (MIN_REPS if quick else 9))
+    steps, bs = (1, 4) if quick else (6, 16)
+    threads = threads or default_threads()
     passages = [p for pool in sample_pools() for p in pool]
     text = "I love reading about this. What else do you know about it?"
     latency: Dict[str, Dict[str, float]] = {v: {} for v in VARIANTS}
+    spreads: Dict[str, Dict[str, Any]] = {}
     first: Dict[str, float] = {}
     rates: Dict[str, float] = {}
-    with tempfile.TemporaryDirectory() as datapath, torch.no_grad():
-        agents = {v: make_agent(v, datapath, encoder) for v in VARIANTS}
-        for n in SIZES:
-            warm = eval_message(pool_of_size(passages, n - 1), text)
-            fresh = eval_message(pool_of_size(passages, n - 1, offset=1), text)
-            for v in VARIANTS:
-                _turn_ms(agents[v], warm)  # untimed: builds the pool's graph, warms up
-                latency[v][str(n)] = statistics.median(
-                    _turn_ms(agents[v], warm) for _ in range(repeats))
-            # a pool never seen: the first turn of a dialogue builds and embeds its graph
-            first[str(n)] = max(0.0, _turn_ms(agents["full"], fresh) - latency["full"][str(n)])
-    with tempfile.TemporaryDirectory() as datapath:
+    with pinned_threads(threads), torch.no_grad():
+        with tempfile.TemporaryDirectory() as datapath:
+            agents = {v: make_agent(v, datapath, encoder) for v in VARIANTS}
+            for n in SIZES:
+                warm = eval_message(pool_of_size(passages, n - 1), text)
+                fresh = eval_message(pool_of_size(passages, n - 1, offset=1), text)
+                for v in VARIANTS:
+                    _turn_ms(agents[v], warm)  # untimed: builds the pool's graph, warms up
+                times = alternated({v: (lambda v=v: _turn_ms(agents[v], warm)) for v in VARIANTS},
+                                   reps)
+                for v in VARIANTS:
+                    latency[v][str(n)] = 1000 * statistics.median(times[v])
+                spreads[str(n)] = ratio_spread(times["full"], times["none"])
+                # a pool never seen: the first turn of a dialogue builds and embeds its graph
+                first[str(n)] = max(0.0, _turn_ms(agents["full"], fresh) - latency["full"][str(n)])
+    with pinned_threads(threads), tempfile.TemporaryDirectory() as datapath:
         messages = train_messages(datapath, bs * 2)
         rates = train_rates({v: make_agent(v, datapath, encoder) for v in VARIANTS},
                             messages, steps, bs)
-    overhead = {n: latency["full"][n] / latency["none"][n] for n in latency["none"]}
+    worst = max(spreads, key=lambda n: spreads[n]["median"])
     return {
         "encoder": encoder,
         "latency_ms": {v: {n: round(ms, 2) for n, ms in d.items()} for v, d in latency.items()},
         "first_turn_graph_ms": {n: round(ms, 2) for n, ms in first.items()},
-        "overhead_by_candidates": {n: round(r, 3) for n, r in overhead.items()},
-        "selector_overhead_vs_ranking": round(max(overhead.values()), 3),
+        "overhead_by_candidates": {n: sp["median"] for n, sp in spreads.items()},
+        "overhead_spread_by_candidates": spreads,
+        # the size where the graph costs most (median over the repetitions)
+        "selector_overhead_vs_ranking": spreads[worst]["median"],
+        "selector_overhead_vs_ranking_spread": {**spreads[worst], "candidates": int(worst)},
         "train_examples_per_s": {v: round(r, 2) for v, r in rates.items()},
         "train_speed_ratio": round(rates["none"] / rates["full"], 3),  # full / none time
-        "threads": torch.get_num_threads(),
+        "threads": threads,
     }
 
 

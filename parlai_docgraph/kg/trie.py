@@ -26,7 +26,7 @@ stores byte-string keys without per-node values or child enumeration by token, w
 from __future__ import annotations
 
 from itertools import chain
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -185,6 +185,26 @@ class PathTrie:
             if node is None:
                 return None
         return node
+
+    def layout(self) -> Tuple[np.ndarray, np.ndarray]:
+        """``(token, child_start)``: the token leading into each node, and the children of
+        node ``v`` as the id range ``child_start[v] .. child_start[v + 1] - 1`` (token-sorted,
+        the order of :meth:`children`)."""
+        token, child_start = self._build()[:2]
+        return token, child_start
+
+    def node_scores(self, table: Mapping[str, float]) -> np.ndarray:
+        """``[num_nodes]`` float64: per node, the largest ``table`` value (0 for a name not in
+        it) among the entities the token into the node spells (:meth:`values`); NaN where it
+        spells none."""
+        _, _, start, ent = self._build()
+        out = np.full(len(start) - 1, np.nan)
+        if not len(ent):
+            return out
+        scores = np.asarray([table.get(e, 0.0) for e in self._entities], dtype=np.float64)
+        has = np.flatnonzero(np.diff(start) > 0)
+        out[has] = np.maximum.reduceat(scores[ent], start[has])
+        return out
 
     def values(self, node: int) -> Tuple[str, ...]:
         """Entities spelled by the token that leads into ``node``."""

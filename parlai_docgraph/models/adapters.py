@@ -166,3 +166,43 @@ def token_rows_merged(model: nn.Module) -> Iterator[None]:
     finally:
         for layer in layers:
             layer.unmerge()
+
+
+@contextmanager
+def lora_merged(model: nn.Module) -> Iterator[None]:
+    """
+    While inside, a peft model in eval mode computes with each float32 LoRA update merged
+    into the weight it adapts (``W + (alpha / r) B A``: one matrix product per layer
+    instead of three); the original weights are kept and copied back on exit, so they are
+    restored bit for bit (peft's own unmerge subtracts the update again, which rounds).
+
+    Why: in DialogGSR's beam search over SmolLM2-135M (5 beams x 2 examples, one
+    token a step) the unmerged adapters of the 60 adapted projections were 7% of an
+    evaluation. bf16 weights stay unmerged: rounding the update into them would change
+    what the model computes, not only how.
+    """
+    layers = []
+    if is_adapted(model) and not model.training:
+        from peft.tuners.lora import LoraLayer
+
+        layers = [m for m in model.modules() if isinstance(m, LoraLayer) and not m.merged
+                  and m.get_base_layer().weight.dtype == torch.float32]
+    kept = [layer.get_base_layer().weight.detach().clone() for layer in layers]
+    for layer in layers:
+        layer.merge()
+    try:
+        yield
+    finally:
+        for layer, weight in zip(layers, kept):
+            layer.unmerge()  # peft's merged state off; then the exact original weight
+            with torch.no_grad():
+                layer.get_base_layer().weight.copy_(weight)
+
+
+@contextmanager
+def merged_for_inference(model: nn.Module) -> Iterator[None]:
+    """:func:`token_rows_merged` and :func:`lora_merged` together (generation and
+    evaluation losses of an eval-mode peft model)."""
+    with token_rows_merged(model), lora_merged(model):
+        yield
+

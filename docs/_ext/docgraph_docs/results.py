@@ -232,6 +232,35 @@ def _reply_page(data: Dict[str, Any], img: Path) -> str:
     return text
 
 
+def _is_bench_ratios(data: Dict[str, Any]) -> bool:
+    from parlai_docgraph.bench.cli import RATIOS
+
+    return any(isinstance(data.get(bench), dict) and key in data[bench]
+               for bench, key, _ in RATIOS)
+
+
+def _bench_ratios_problems(data: Dict[str, Any]) -> List[str]:
+    from parlai_docgraph.bench.cli import RATIOS, SPREAD
+
+    out: List[str] = []
+    for bench, key, _ in RATIOS:
+        if not isinstance(data.get(bench), dict):
+            continue
+        _need(data, f"{bench}.{key}", NUM, out)
+        for part in ("median", "min", "max", "reps"):
+            _need(data, f"{bench}.{key}{SPREAD}.{part}", NUM, out)
+    _need(data, "meta.threads", NUM, out)
+    for when in ("before", "after"):
+        _need(data, f"meta.load_average.{when}", NUM, out)
+    return out
+
+
+def _bench_ratios_page(data: Dict[str, Any], img: Path) -> str:
+    from parlai_docgraph.bench.cli import ratio_table
+
+    return ratio_table(data)
+
+
 def _generic_problems(data: Dict[str, Any]) -> List[str]:
     return [] if _leaves(data) else ["no number in the file"]
 
@@ -282,6 +311,8 @@ KINDS: Sequence[Kind] = (
          _gsr_real_problems, _gsr_real_page),
     Kind("kg_ceiling", "Best possible retrieval on the sample KG", lambda d: "kg_ceiling" in d,
          _kg_ceiling_problems, _kg_ceiling_page),
+    Kind("bench_ratios", "Speed ratios at the floor", _is_bench_ratios, _bench_ratios_problems,
+         _bench_ratios_page),
     Kind("other", "Other results", lambda d: True, _generic_problems, _generic_page),
 )
 
@@ -457,6 +488,21 @@ def _summary_rows(files: Dict[str, Dict[str, Any]]) -> List[Tuple[str, str, str]
             rows.append((f"Best path@k any retriever can expect on `{r['task']}` test (its gold "
                          "paths are random walks)", f"path@1 {t['path@1_max']:.3f}, path@3 "
                          f"{t['path@3_max']:.3f} ({t['gold_path_turns']} turns)", name))
+        elif kind.name == "bench_ratios":
+            from parlai_docgraph.bench.cli import GOAL_MAXIMA, GOALS, RATIOS, SPREAD
+
+            shown, reps = [], set()
+            for bench, key, _ in RATIOS:
+                figures = data.get(bench) or {}
+                if key in figures:
+                    sign = ">=" if key in GOALS else "<="
+                    goal = GOALS[key] if key in GOALS else GOAL_MAXIMA[key]
+                    shown.append(f"`{key}` {figures[key]} (goal {sign} {goal})")
+                    reps.add(figures.get(key + SPREAD, {}).get("reps"))
+            load = data["meta"]["load_average"]
+            rows.append((f"Speed ratios at the floor (medians of {min(r for r in reps if r)} "
+                         f"alternated repetitions, `bench{' --quick' if data['meta'].get('quick') else ''}`)",
+                         ", ".join(shown) + f"; load average {load['before']}", name))
         elif kind.name == "chat":
             c = data["chat"]
             rows.append((f"Chat turn with the zoo model ({c['responder']})",

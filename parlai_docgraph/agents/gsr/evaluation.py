@@ -33,6 +33,7 @@ from parlai_docgraph.kg import metrics as kgm
 from parlai_docgraph.kg.katz import katz_scores
 from parlai_docgraph.kg.store import KnowledgeGraph
 from parlai_docgraph.kg.subgraph import Path, path_triples
+from parlai_docgraph.models.adapters import merged_for_inference
 from parlai_docgraph.text_metrics import rouge
 
 Beams = List[Optional[Path]]
@@ -218,7 +219,8 @@ class GSREvalMixin:
         self.model.eval()
         infos = batch["gsr"]
         if batch.label_vec is not None:
-            self.compute_loss(batch)
+            with merged_for_inference(self.gsr().lm):  # no gradient here: merged, restored
+                self.compute_loss(batch)
         if self.stage == "pretrain":
             return Output([""] * len(infos))
         kgs = [example_kg(info) for info in infos]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -243,6 +243,7 @@ class GSRModel(nn.Module):
             num_return_sequences=min(num_return, num_beams),
             max_new_tokens=max_new_tokens,
             length_penalty=length_penalty,
+            **self.prompt_cache(ids, mask, num_beams),
             do_sample=False,
             early_stopping=False,  # True stops once junk (-1e9) beams fill the finished list
             logits_processor=procs,
@@ -269,6 +270,11 @@ class GSRModel(nn.Module):
                 hyps.append((toks, float(score)))
             result.append(hyps)
         return result
+
+    def prompt_cache(self, ids: torch.Tensor, mask: torch.Tensor, beams: int) -> Dict[str, Any]:
+        """Extra ``generate`` arguments for a beam search over the prompts ``ids``: none for
+        a seq2seq LM (``generate`` runs its encoder once per example, before the beams)."""
+        return {}
 
     def strip(self, ids: Sequence[int]) -> List[int]:
         """Ids up to (without) the first EOS, padding removed."""

@@ -115,11 +115,12 @@ def collate_examples(
         cand_node += [offset + (int(eg.sentence_node[s]) if s >= 0 else eg.no_passage_node)
                       for s in sent]
         gold_sentences = [sent[gold[b]]] if gold[b] >= 0 and sent[gold[b]] >= 0 else []
-        lab = concept_labels(eg.graph, gold_sentences)
+        lab = concept_labels(eg.graph, gold_sentences, eg.concept_sets)
         ids = eg.concept_node.tolist()
         concepts += [offset + i for i in ids]
         labels += [lab.get(i, 0.0) for i in ids]
-        concept_texts.append([concept_label(eg.graph.nodes[i].text, eg.graph.nodes[i].kind)
+        concept_texts.append(list(eg.concept_texts) if eg.concept_texts is not None else
+                             [concept_label(eg.graph.nodes[i].text, eg.graph.nodes[i].kind)
                               for i in ids])
         c2e += [b] * len(ids)
         no_passage.append(offset + eg.no_passage_node)

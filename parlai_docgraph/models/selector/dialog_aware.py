@@ -6,7 +6,7 @@ Li et al. (2.2) dialog-aware graph knowledge selector: context nodes (Eq. 1), EG
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, FrozenSet, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -54,20 +54,32 @@ class SelectorOutput:
 CONCEPT_LOSS_MEANS = ("graph", "batch")
 
 
-def concept_labels(graph: DocumentGraph, gold_sentences: Sequence[int]) -> Dict[int, float]:
+def concept_sentences(graph: DocumentGraph) -> Dict[int, FrozenSet[int]]:
     """
-    Concept node id -> relevance label ``r_n`` (Li 2.2): 1 when any mention of the concept (a
-    merged concept has several) is a span inside a gold sentence, else 0.
+    Concept node id -> the sentences that hold one of its mentions (a merged concept has
+    several) as a span inside the sentence: what :func:`concept_labels` compares with the
+    gold sentences. A pure function of the graph, so a pool's graph computes it once.
     """
-    gold = set(gold_sentences)
     texts = graph.sentence_texts()
-    labels: Dict[int, float] = {}
+    out: Dict[int, FrozenSet[int]] = {}
     for node in graph.nodes_of_type("concept"):
         refs = list(node.mentions) or (
             [(node.sentence, *node.span)] if node.span is not None else [])
-        labels[node.id] = float(any(
-            s in gold and 0 <= a <= b <= len(texts.get(s, "")) for s, a, b in refs))
-    return labels
+        out[node.id] = frozenset(
+            s for s, a, b in refs if 0 <= a <= b <= len(texts.get(s, "")))
+    return out
+
+
+def concept_labels(graph: DocumentGraph, gold_sentences: Sequence[int],
+                   sentences: Optional[Mapping[int, FrozenSet[int]]] = None) -> Dict[int, float]:
+    """
+    Concept node id -> relevance label ``r_n`` (Li 2.2): 1 when any mention of the concept (a
+    merged concept has several) is a span inside a gold sentence, else 0. ``sentences``:
+    :func:`concept_sentences` of ``graph`` when already computed.
+    """
+    gold = set(gold_sentences)
+    sets = concept_sentences(graph) if sentences is None else sentences
+    return {node: float(not gold.isdisjoint(held)) for node, held in sets.items()}
 
 
 def _mlp(dim_in: int, dim: int, dim_out: int) -> nn.Sequential:

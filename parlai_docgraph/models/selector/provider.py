@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -45,6 +45,10 @@ class ExampleGraph:
     no_passage: int
     node_passage: Tensor
     unit_x: Optional[Tensor] = None
+    #: per ``concept_node`` entry its display name (:func:`~parlai_docgraph.graphs.concept_label.concept_label`)
+    concept_texts: Optional[List[Optional[str]]] = None
+    #: :func:`~.dialog_aware.concept_sentences` of ``graph`` (the concept labels' input)
+    concept_sets: Optional[Dict[int, FrozenSet[int]]] = None
 
     @property
     def no_passage_node(self) -> int:
@@ -188,8 +192,14 @@ class GraphProvider:
                 unit = torch.cat([unit, unit.new_zeros(1, unit.size(1))])
             words = index["concept_node"]
             passage = torch.cat([index["node_passage"], torch.tensor([len(passages)])])
+        # what every turn over this pool reads, computed once (recomputed per
+        # turn they were a third of the graph's extra cost of an evaluation turn)
+        from parlai_docgraph.graphs.concept_label import concept_label
+        from parlai_docgraph.models.selector.dialog_aware import concept_sentences
+
+        texts = [concept_label(graph.nodes[i].text, graph.nodes[i].kind) for i in words.tolist()]
         item = ExampleGraph(tensors, x, index["sentence_node"], words, graph, no_passage,
-                            passage, unit)
+                            passage, unit, texts, concept_sentences(graph))
         return self._memo.put(key, item)
 
     def question_vectors(self, turns: Sequence[str]) -> Tensor:
