@@ -18,8 +18,10 @@ The package's one spaCy loader and one sentence splitter.
 
 from __future__ import annotations
 
+import random
+from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 from parlai_docgraph.memo import LRUMemo
 
@@ -43,20 +45,45 @@ LANGUAGE_NAMES = {
 LANGUAGE_SAMPLE_CHARS = 4000
 
 
+@contextmanager
+def random_state_kept() -> Iterator[None]:
+    """Python's global ``random`` stream is left as it was before the block. Importing spaCy
+    draws from it (spaCy imports weasel, httpx and rich, whose ``style`` module draws a number
+    when it is first imported), and ParlAI's training teachers pick their episodes from that
+    stream: a pipeline first loaded in the middle of training (the graph store's key names
+    the parser) shifted every later pick, so one seed gave another data order depending on
+    whether the graphs were already stored."""
+    state = random.getstate()
+    try:
+        yield
+    finally:
+        random.setstate(state)
+
+
+def _spacy() -> Any:
+    """The ``spacy`` module, imported without a draw from the caller's random stream."""
+    with random_state_kept():
+        import spacy
+    return spacy
+
+
 def installed_model(names: Sequence[str]) -> Optional[str]:
     """The first of ``names`` installed as a spaCy package, or None."""
-    import spacy
-
+    spacy = _spacy()
     return next((n for n in names if spacy.util.is_package(n)), None)
 
 
 def new_pipeline(model: Optional[str] = None, exclude: Sequence[str] = ()) -> Any:
     """
     A freshly loaded spaCy pipeline (see :func:`load_spacy`); ``RuntimeError`` naming the
-    models tried when none is installed.
+    models tried when none is installed. Loading leaves the global random stream as it was
+    (:func:`random_state_kept`).
     """
-    import spacy
+    with random_state_kept():
+        return _new_pipeline(_spacy(), model, exclude)
 
+
+def _new_pipeline(spacy: Any, model: Optional[str], exclude: Sequence[str]) -> Any:
     if model is not None and (model == RULE_BASED or model.startswith(RULE_BASED + ":")):
         lang = model.partition(":")[2] or "en"
         try:
@@ -104,6 +131,7 @@ def sentences(text: str, model: str = RULE_BASED, exclude: Sequence[str] = ()) -
 @lru_cache(maxsize=1)
 def english_stop_words() -> frozenset:
     """spaCy's English stop words (lower case)."""
+    _spacy()
     from spacy.lang.en.stop_words import STOP_WORDS
 
     return frozenset(STOP_WORDS)
@@ -111,13 +139,12 @@ def english_stop_words() -> frozenset:
 
 def blank_english() -> Any:
     """A blank English pipeline: spaCy's tokenizer and nothing else (no model needed)."""
-    import spacy
-
-    return spacy.blank("en")
+    return _spacy().blank("en")
 
 
 def phrase_matcher(nlp: Any, attr: str = "LOWER") -> Any:
     """spaCy's ``PhraseMatcher`` over the vocabulary of ``nlp``, matching on ``attr``."""
+    _spacy()
     from spacy.matcher import PhraseMatcher
 
     return PhraseMatcher(nlp.vocab, attr=attr)
@@ -125,6 +152,7 @@ def phrase_matcher(nlp: Any, attr: str = "LOWER") -> Any:
 
 def longest_spans(spans: Sequence[Any]) -> List[Any]:
     """Overlapping spans reduced to the longest (spaCy's ``filter_spans``)."""
+    _spacy()
     from spacy.util import filter_spans
 
     return filter_spans(spans)

@@ -48,6 +48,7 @@ def test_every_committed_result_file_matches_the_schema_its_page_reads():
     ("chat_bench.json", ("chat", "tokens_per_s")),
     ("chat_bench.json", ("meta", "commit")),
     ("gsr_real_weights.json", ("gsr_real", "systems", "tiny T5 (random)", "path@1")),
+    ("graph_margin.json", ("graph_margin", "runs", 0, "set")),
 ])
 def test_a_result_file_missing_a_field_fails_naming_file_and_field(result_copies, name, path):
     file = result_copies / name

@@ -249,6 +249,34 @@ def test_tiny_encoder_option_is_seeded_and_leaves_the_rng_alone(datapath):
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
 
 
+def test_seed_draws_the_initial_weights_and_leaves_the_rng_alone(tiny_encoder, datapath):
+    """train_model applies --seed only after it has built the agent: the selector draws its
+    initial weights from the seed itself (issue 42), on a forked generator, and they are the
+    weights of a caller that seeds first (ablate), so its figures stand."""
+    from parlai.core.agents import create_agent
+    from parlai.scripts.train_model import setup_args
+
+    def weights(*args: str) -> List[torch.Tensor]:
+        opt = setup_args().parse_args([
+            "-m", "docgraph/graph_selector", "-t", "docgraph:sample", "--label-type",
+            "chosen_sent", "--datapath", str(datapath), "--encoder-model", tiny_encoder,
+            "--graph-cache", "memory", *args])
+        return [p.detach().clone() for p in create_agent(opt).model.parameters()]
+
+    def same(a: List[torch.Tensor], b: List[torch.Tensor]) -> bool:
+        return len(a) == len(b) and all(torch.equal(p, q) for p, q in zip(a, b))
+
+    torch.manual_seed(123)
+    want = torch.rand(1)
+    torch.manual_seed(123)
+    first = weights("--seed", "3")
+    assert torch.equal(torch.rand(1), want)  # the caller's random stream is unchanged
+    assert same(weights("--seed", "3"), first)
+    assert not same(weights("--seed", "4"), first)
+    torch.manual_seed(3)
+    assert same(weights(), first)
+
+
 def test_multiprocessing_train_on_cpu(tmp_path, datapath):
     """Graph tensors travel in ParlAI's Batch: two gloo workers train and evaluate the selector."""
     mf = tmp_path / "mp" / "model"

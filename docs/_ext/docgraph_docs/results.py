@@ -178,6 +178,33 @@ def _kg_ceiling_page(data: Dict[str, Any], img: Path) -> str:
     return markdown_table(data["kg_ceiling"])
 
 
+def _graph_margin_problems(data: Dict[str, Any]) -> List[str]:
+    out: List[str] = []
+    runs = _need(data, "graph_margin.runs", (list,), out) or []
+    if not runs and not out:
+        out.append("graph_margin.runs is empty")
+    for i, run in enumerate(runs):
+        here: List[str] = []
+        for key, types in (("set", (dict,)), ("commit", (str,)), ("variant", (str,)), ("epochs", (int,)),
+                           ("seed", (int,)), ("options", (list,)), ("init_seed", (bool,)),
+                           ("valid_know_acc", NUM), ("test_know_acc", NUM), ("command", (str,))):
+            _need(run, key, types, here)
+        out += [f"graph_margin.runs[{i}]: {p}" for p in here]
+    _need(data, "graph_margin.summary", (list,), out)
+    return out
+
+
+def _graph_margin_page(data: Dict[str, Any], img: Path) -> str:
+    from parlai_docgraph.bench.graph_margin import table
+
+    return ("Each run is the stock `parlai train_model` command of its record (`-m "
+            "docgraph/graph_selector -t docgraph:wow:topic_split --encoder-model minilm-l6 "
+            "--label-type chosen_sent -bs 8`) on a set `tools/make_coref_groups.py` writes "
+            "(`set`: train/eval dialogues, members, facts; `120/60` has 120 unseen-group turns "
+            "in valid and in test, the guard's `40/10` has 20); `know_acc` of the kept model, "
+            "mean (sd) [min-max] over the seeds:\n\n" + table(data))
+
+
 def _long_documents_page(data: Dict[str, Any], img: Path) -> str:
     from parlai_docgraph.bench.long_documents import STAGES, markdown_table
 
@@ -311,6 +338,8 @@ KINDS: Sequence[Kind] = (
          _gsr_real_problems, _gsr_real_page),
     Kind("kg_ceiling", "Best possible retrieval on the sample KG", lambda d: "kg_ceiling" in d,
          _kg_ceiling_problems, _kg_ceiling_page),
+    Kind("graph_margin", "The graph's margin on unseen coreference groups",
+         lambda d: "graph_margin" in d, _graph_margin_problems, _graph_margin_page),
     Kind("bench_ratios", "Speed ratios at the floor", _is_bench_ratios, _bench_ratios_problems,
          _bench_ratios_page),
     Kind("other", "Other results", lambda d: True, _generic_problems, _generic_page),
@@ -488,6 +517,16 @@ def _summary_rows(files: Dict[str, Dict[str, Any]]) -> List[Tuple[str, str, str]
             rows.append((f"Best path@k any retriever can expect on `{r['task']}` test (its gold "
                          "paths are random walks)", f"path@1 {t['path@1_max']:.3f}, path@3 "
                          f"{t['path@3_max']:.3f} ({t['gold_path_turns']} turns)", name))
+        elif kind.name == "graph_margin":
+            row = data["graph_margin"].get("current")
+            if not row:
+                continue
+            full, none = row["variants"]["full"]["test"], row["variants"]["none"]["test"]
+            rows.append(("The graph selector against the cross-encoder on unseen coreference "
+                         f"groups (`docgraph:wow:topic_split` set of `tools/make_coref_groups.py`, "
+                         f"1 epoch, default options, {full['n']} seeds)",
+                         f"know_acc full {full['mean']:.3f}, none {none['mean']:.3f}: margin "
+                         f"{row['margin']['test']:+.3f}", name))
         elif kind.name == "bench_ratios":
             from parlai_docgraph.bench.cli import GOAL_MAXIMA, GOALS, RATIOS, SPREAD
 
