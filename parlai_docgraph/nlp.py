@@ -6,9 +6,14 @@ The package's one spaCy loader and one sentence splitter.
   first) when no name is given, or :data:`RULE_BASED` (a blank English pipeline with
   spaCy's punctuation-based ``sentencizer``, no model). :func:`new_pipeline` is the
   uncached form, for a caller that adds components to its own copy (coreferee).
+* :func:`split_sentences` is the sentence splitter of documents (``--documents``,
+  ``docgraph:docqa``, ``build_graphs --corpus``; :mod:`parlai_docgraph.graphs.corpus`):
+  spaCy's rule-based ``sentencizer`` with the language's tokenizer, whitespace collapsed,
+  and a quote that opens a sentence kept with it (the ``sentencizer`` attaches every
+  punctuation token after a full stop to the sentence before, so ``it. "Object" form``
+  became ``it. "`` and ``Object" form``).
 * :class:`SentenceSplitter` splits text with one of those pipelines and remembers the
-  sentences of each text it has seen: the rule-based ``sentencizer`` for plain documents
-  (:mod:`parlai_docgraph.graphs.corpus`), a parser's boundaries for Holl-E (as SKT).
+  sentences of each text it has seen: a parser's boundaries for Holl-E (as SKT).
 * :func:`detect_language`: the language of a document (py3langid, a trained langid.py
   model shipped inside the package), so a document the English pipeline cannot read well
   gets a note naming its language, and its sentences are split by spaCy's rule-based
@@ -43,6 +48,10 @@ LANGUAGE_NAMES = {
 }
 #: characters of text :func:`detect_language` reads (its start; enough for a stable guess)
 LANGUAGE_SAMPLE_CHARS = 4000
+#: languages written without spaces between words: split with spaCy's Chinese tokenizer
+UNSPACED = ("zh", "ja")
+#: quotation marks that may open a sentence (straight ones open or close: their count tells)
+OPENING_QUOTES = "\"'“‘«„"
 
 
 @contextmanager
@@ -126,6 +135,43 @@ def sentences(text: str, model: str = RULE_BASED, exclude: Sequence[str] = ()) -
         cut = cut if cut > 0 else nlp.max_length
         return sentences(text[:cut], model, exclude) + sentences(text[cut:], model, exclude)
     return [s.text for s in nlp(text).sents]
+
+
+def split_sentences(text: str, lang: str = "en") -> List[str]:
+    """
+    The sentences of a document's ``text`` (the module docstring): :func:`sentences` with
+    :data:`RULE_BASED` (the Chinese tokenizer for :data:`UNSPACED` languages), whitespace
+    inside a sentence collapsed, and an opening quotation mark that the ``sentencizer``
+    left at the end of the sentence before moved to the start of its own
+    (:func:`rejoin_quotes`).
+    """
+    model = f"{RULE_BASED}:zh" if lang in UNSPACED else RULE_BASED
+    joiner = "" if lang in UNSPACED else " "
+    return rejoin_quotes([s.strip() for s in sentences(joiner.join(text.split()), model)
+                          if s.strip()])
+
+
+def rejoin_quotes(sents: Sequence[str]) -> List[str]:
+    """
+    ``sents`` with each trailing opening quote moved to the next sentence: a sentence that
+    ends in whitespace and a quotation mark (``... to it. "``) whose quote is an opening
+    one (a curly opening mark, or a straight one that leaves the sentence's count of that
+    mark odd) loses it, and the next sentence starts with it.
+    """
+    out: List[str] = []
+    carry = ""
+    for sent in sents:
+        sent = carry + sent
+        carry = ""
+        mark = sent[-1:]
+        if (len(sent) > 2 and mark in OPENING_QUOTES and sent[-2].isspace()
+                and (mark not in "\"'" or sent.count(mark) % 2 == 1)):
+            carry, sent = mark, sent[:-1].rstrip()
+        if sent:
+            out.append(sent)
+    if carry and out:  # a quote at the very end has no sentence after it: keep it
+        out[-1] = f"{out[-1]} {carry}"
+    return out
 
 
 @lru_cache(maxsize=1)

@@ -11,6 +11,10 @@ Per reply (:func:`score_reply`):
   gone: "i'm" -> "i m", "don't" -> "don t") whose Snowball stem is in none of the knowledge
   (the selected sentence and its title: the generator reads "title: sentence"), the
   question and the dialogue history; a reply *carries* unsupported words when it has one;
+* **answer kept**: where the question's answer span is known (the part of the answer sentence
+  that answers it: the "why", the "how much") and the selected sentence holds it, whether
+  the reply still does (ParlAI's normalised tokens of the span, in order, inside the
+  reply's): a reply that shortens the sentence must not drop the answer;
 * **repeated phrase**: a word trigram that occurs twice in the reply;
 * **empty** (no word) and **truncated** (stopped by the length cap, not by its end token).
 
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Set
 
 from parlai_docgraph.nlp import english_stop_words
 
@@ -57,16 +61,47 @@ def knowledge_f1(reply: str, knowledge: str) -> float:
     return float(F1Metric.compute(reply, [knowledge]).value())
 
 
-def unsupported_words(reply: str, sources: Sequence[str]) -> List[str]:
-    """The reply's content words whose stem none of ``sources`` contains (in reply order)."""
+def content_stems(text: str) -> Set[str]:
+    """The Snowball stems of the content words of ``text`` (:func:`words` without stop
+    words and contraction pieces)."""
     stem = _stemmer().stem
-    known = {stem(w) for s in sources for w in words(s)}
+    stops = english_stop_words() | CONTRACTION_PIECES
+    return {stem(w) for w in words(text) if w not in stops}
+
+
+def _content_words_outside(text: str, known: Set[str]) -> List[str]:
+    """The content words of ``text`` whose Snowball stem is not in ``known``, each once, in
+    order."""
+    stem = _stemmer().stem
     stops = english_stop_words() | CONTRACTION_PIECES
     out: List[str] = []
-    for w in words(reply):
+    for w in words(text):
         if w not in stops and stem(w) not in known and w not in out:
             out.append(w)
     return out
+
+
+def unsupported_words(reply: str, sources: Sequence[str]) -> List[str]:
+    """The reply's content words whose stem none of ``sources`` contains (in reply order)."""
+    stem = _stemmer().stem
+    return _content_words_outside(reply, {stem(w) for s in sources for w in words(s)})
+
+
+def dropped_words(reply: str, selected: str, question: str) -> List[str]:
+    """
+    The content words of the ``selected`` sentence that neither the ``question`` nor the
+    ``reply`` holds (by Snowball stem, in sentence order): what a reply that shortened the
+    sentence left out of what the question did not already say (the "why", the "how
+    much"). The pipeline's ``--reply-keeps-answer`` replies with the sentence itself then.
+    """
+    return _content_words_outside(selected, content_stems(question) | content_stems(reply))
+
+
+def keeps_span(reply: str, span: str) -> bool:
+    """Whether ``reply`` holds ``span``: its normalised tokens, in order and contiguous."""
+    want, have = words(span), words(reply)
+    return bool(want) and any(have[i:i + len(want)] == want
+                              for i in range(len(have) - len(want) + 1))
 
 
 def ngrams(tokens: Sequence[str], n: int) -> List[tuple]:
@@ -91,17 +126,21 @@ class ReplyScore:
     repeated: bool = False
     empty: bool = False
     truncated: bool = False
+    answer_kept: Optional[bool] = None  # None: no span known, or the selection lacks it
 
 
 def score_reply(reply: str, question: str, history: Sequence[str], gold: str, selected: str,
-                truncated: bool = False) -> ReplyScore:
+                truncated: bool = False, span: str = "") -> ReplyScore:
     """The figures of one reply; ``history``: the dialogue before it and any other text the
-    generator read (the knowledge's title); ``truncated``: the generator hit its length cap."""
+    generator read (the knowledge's title); ``truncated``: the generator hit its length cap;
+    ``span``: the answer span of the question ("" when unknown)."""
+    kept = keeps_span(reply, span) if span and keeps_span(selected, span) else None
     return ReplyScore(
         reply=reply, question=question,
         kf1_gold=knowledge_f1(reply, gold), kf1_selected=knowledge_f1(reply, selected),
         unsupported=unsupported_words(reply, [selected, question, *history]),
-        repeated=repeats_phrase(reply), empty=not words(reply), truncated=truncated)
+        repeated=repeats_phrase(reply), empty=not words(reply), truncated=truncated,
+        answer_kept=kept)
 
 
 def distinct(replies: Sequence[str], n: int = 2) -> float:
@@ -115,6 +154,7 @@ def summarise(scores: Sequence[ReplyScore], worst: int = 5) -> Dict[str, Any]:
     if not scores:
         raise ValueError("no replies to summarise")
     n = len(scores)
+    kept = [s.answer_kept for s in scores if s.answer_kept is not None]
     ranked = sorted(scores, key=lambda s: (-len(s.unsupported), s.kf1_selected))
     return {
         "replies": n,
@@ -124,6 +164,10 @@ def summarise(scores: Sequence[ReplyScore], worst: int = 5) -> Dict[str, Any]:
         "repeated_share": sum(s.repeated for s in scores) / n,
         "empty_share": sum(s.empty for s in scores) / n,
         "truncated_share": sum(s.truncated for s in scores) / n,
+        # over the replies whose selected sentence holds the question's answer span
+        "answer_kept_n": len(kept),
+        "answer_kept_share": sum(kept) / len(kept) if kept else None,
+        "answer_dropped": [asdict(s) for s in scores if s.answer_kept is False],
         "distinct_2": distinct([s.reply for s in scores]),
         "mean_words": sum(len(words(s.reply)) for s in scores) / n,
         "worst": [asdict(s) for s in ranked[:worst] if s.unsupported],

@@ -39,6 +39,8 @@ JSON_TEXT_PARSERS = {
     ("parlai_docgraph/graphs/parse_cache.py", "text"): "a parse cache entry, read_verified",
     ("parlai_docgraph/graphs/embed_cache.py", "body"): "an embedding cache entry, read_verified",
     ("parlai_docgraph/graphs/retrieval.py", "body"): "a document cache entry, read_verified",
+    ("parlai_docgraph/graphs/dense_index.py", "body"): "a dense-vector cache entry, "
+                                                       "read_verified",
     ("parlai_docgraph/scripts/chat_app.py", "b''.join(chunks).decode('utf-8') or '{}'"):
         "an HTTP request body",
     ("parlai_docgraph/bench/chat_memory.py", "data"): "an HTTP response body of the server "
@@ -65,6 +67,7 @@ LRU_CACHED = {
     "parlai_docgraph/nlp.py": {"load_spacy", "english_stop_words"},
     "parlai_docgraph/text_metrics.py": {"_scorer"},
     "parlai_docgraph/reply_quality.py": {"_stemmer"},
+    "parlai_docgraph/graphs/retrievers.py": {"_stemmer"},
     "tasks/docgraph/readers/holle.py": {"default_splitter"},
     "tasks/docgraph/readers/opendialkg_split.py": {"official_split"},
 }

@@ -90,3 +90,54 @@ def test_docqa_teacher_splits_and_labels(tmp_path):
     assert not seen["test"] & (seen["train"] | seen["valid"])
     acts = teacher_acts("docgraph:docqa", tmp_path, "valid")
     assert all(a["eval_labels"][0] == a["checked_sentence"] for a in acts)
+
+
+def test_docqa_mixed_pools_mix_documents(tmp_path):
+    """``--docqa-pool mixed`` (the zoo selector's training pools, issue 40): each question's
+    pool is what a chat over all the fold's documents retrieves for it, its answer included;
+    other documents' passages compete, each titled with its document."""
+    from conftest import teacher_acts
+
+    own = teacher_acts("docgraph:docqa", tmp_path, "valid", "--label-type", "chosen_sent")
+    mixed = teacher_acts("docgraph:docqa", tmp_path, "valid", "--label-type", "chosen_sent",
+                         "--docqa-pool", "mixed", "--docqa-pool-sentences", "24")
+    assert [a["text"] for a in mixed] == [a["text"] for a in own]
+    documents = {q.passages[0][0].split(" / ")[0] for q in load_questions(DOCQA)
+                 if q.document in VALID_DOCUMENTS}
+    several = 0
+    for a, b in zip(own, mixed):
+        assert b["eval_labels"] == a["eval_labels"]
+        assert b["eval_labels"][0] in b["label_candidates"]
+        titles = {t.split(" / ")[0] for t, _ in b["knowledge_passages"]}
+        assert titles <= documents
+        several += len(titles) > 1
+        # within the budget, or over it only by the answer's passage where retrieval missed it
+        sizes = [len(ss) for _, ss in b["knowledge_passages"]]
+        assert sum(sizes) <= 24 + max(sizes)
+    assert several >= 0.9 * len(mixed)
+
+
+def test_named_document_boost_rows(model_file, tmp_path):  # noqa: F811
+    """``--named-document-boosts 0,50``: one row per value over the same selector; with 50 a
+    question that names one of two near-duplicate documents is answered from it."""
+    folder = tmp_path / "named"
+    folder.mkdir()
+    rows = []
+    for season, hour in (("winter", "nine"), ("summer", "ten")):
+        answer = f"The pool closes at {hour} in the evening."
+        (folder / f"{season}.md").write_text(
+            f"# Pool rules, {season} timetable\n\n{answer}\n", encoding="utf-8")
+        rows.append({"document": f"{season}.md", "answer": answer,
+                     "question": f"In the {season} timetable, when does the pool close?"})
+    (folder / "questions.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "named.json"
+    got = HeldoutEval.main("--model-files", model_file, "--cosine", "false", "--questions-dir",
+                           str(folder), "--settings", "all_documents", "--retriever", "bm25",
+                           "--named-document-boosts", "0,50", "--datapath", str(tmp_path),
+                           "--out", str(out))
+    assert list(got) == [f"{model_file}, named-document boost 0",
+                         f"{model_file}, named-document boost 50"]
+    assert got[f"{model_file}, named-document boost 50"] == 1.0
+    data = json.loads(out.read_text())
+    assert data["question_set"] == "named" and data["retrieval_recall"] == 1.0

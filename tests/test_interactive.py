@@ -47,7 +47,7 @@ def docs(tmp_path) -> List[str]:
 # ------------------------------------------------------------------ documents
 def test_paragraphs_are_passages_and_headings_titles(docs):
     passages = read_document(docs[0])
-    assert [t for t, _ in passages] == ["Tide mills", "Eling"]
+    assert [t for t, _ in passages] == ["Tide mills", "Tide mills / Eling"]
     assert passages[0][1] == [
         "A tide mill stores sea water behind a dam at high tide.",
         "The water is released through a wheel as the tide falls, so the mill can grind "
@@ -66,7 +66,7 @@ def test_list_items_are_sentences_without_markers(tmp_path):
     path.write_text("# Pool\n\n## Hours\n\n- Monday: opens at 6:30.\n* Sunday: closed\n"
                     "  on public holidays.\n1. Lane 1 is for slow swimmers. Lane 2 is not.\n"
                     "Plain text after the list.\n", encoding="utf-8")
-    assert read_document(str(path)) == [("Hours", [
+    assert read_document(str(path)) == [("Pool / Hours", [
         "Monday: opens at 6:30.", "Sunday: closed on public holidays.",
         "Lane 1 is for slow swimmers.", "Lane 2 is not.", "Plain text after the list."])]
 
@@ -132,6 +132,7 @@ def test_chat_over_documents_with_bad_input_and_graph(model_file, docs, tmp_path
     assert all(s in sentences for s in shown), shown
     assert out.count("[top_concepts]:") == 4
     assert "document not found" in out and "missing.txt" in out
+    assert "retriever hybrid" in out  # the default --retriever, said with the index summary
     assert "empty message" in out
     assert "only its last 2000 are used" in out
     # the long turn overflows what the generator reads: capped, and said once
@@ -143,6 +144,108 @@ def test_chat_over_documents_with_bad_input_and_graph(model_file, docs, tmp_path
     page = html.read_text(encoding="utf-8")
     assert "who is root?" in page  # the last turn's graph
     assert 'class="node selected' in page
+
+
+def test_the_retriever_embeds_with_the_selectors_frozen_encoder(model_file, docs, tmp_path):
+    """``--retriever`` dense / hybrid read the selector's frozen node encoder (the graphs
+    layer gets it from the agent); bm25 loads no encoder."""
+    from parlai.core.agents import create_agent_from_model_file, create_agent_from_shared
+
+    for kind in ("hybrid", "dense", "bm25"):
+        agent = create_agent_from_model_file(model_file, {
+            "interactive_mode": True, "documents": docs, "retriever": kind,
+            "datapath": str(tmp_path / "data")})
+        retriever = agent.index.retriever
+        assert retriever.name == kind and retriever.ready
+        if kind != "bm25":
+            dense = getattr(retriever, "dense", retriever)
+            assert dense.embedder.encoder is agent.selector.graphs.node_encoder
+            assert dense.stats["sentences"] == agent.index.num_sentences
+        copy = create_agent_from_shared(agent.share())
+        assert copy.index.retriever is retriever  # a web session shares the index
+        agent.shutdown()
+
+
+def test_a_reply_that_drops_the_answer_is_the_selected_sentence(model_file, docs, tmp_path):
+    """``--reply-keeps-answer`` (default): the tiny random GPT-2's text leaves out the
+    sentence's words, so the reply is the selected sentence, the generated text and the
+    dropped words kept beside it; without the check the reply is the generated text."""
+    from parlai.core.agents import create_agent_from_model_file
+
+    from parlai_docgraph.reply_quality import dropped_words
+
+    question = "how does a tide mill work?"
+    for keeps in (True, False):
+        agent = create_agent_from_model_file(model_file, {
+            "interactive_mode": True, "documents": [docs[0]], "reply_mode": "generate",
+            "reply_keeps_answer": keeps, "datapath": str(tmp_path / "data")})
+        agent.observe({"text": question, "episode_done": False})
+        reply = agent.act()
+        selected, generated = reply["selected_sentence"], reply.get("generated_text")
+        if keeps:
+            assert reply["text"] == selected and generated and generated != selected
+            assert reply["answer_dropped"] == dropped_words(generated, selected, question)
+            assert reply["answer_dropped"]
+        else:
+            assert "answer_dropped" not in reply and generated is None
+            assert dropped_words(reply["text"], selected, question)  # it did drop words
+        agent.shutdown()
+
+
+def test_a_named_document_is_preferred(model_file, tmp_path):
+    """``--named-document-boost b``: the candidates of the document the turn names gain b,
+    every other score is unchanged; the pipeline passes its own value to the selector."""
+    from parlai.core.agents import create_agent_from_model_file
+
+    agent = create_agent_from_model_file(model_file, {
+        "interactive_mode": True, "named_document_boost": 50.0,
+        "datapath": str(tmp_path / "data")})
+    selector = agent.selector
+    assert selector.opt["named_document_boost"] == 50.0
+    pool = [("Pool rules, winter timetable / Hours", ["The pool closes at nine."]),
+            ("Pool rules, summer timetable / Hours", ["The pool closes at ten."])]
+    question = "In summer, when does the pool close?"
+    boosted = selector.select(pool, question)
+    assert boosted["sentence"] == "Pool rules, summer timetable / Hours The pool closes at ten."
+    selector.opt["named_document_boost"] = 0.0
+    plain = selector.select(pool, question)["scores"]
+    for line, score in boosted["scores"].items():
+        assert score == pytest.approx(plain[line] + (50.0 if "summer" in line else 0.0),
+                                      abs=1e-4)
+    agent.shutdown()
+
+
+def test_the_selector_reads_each_candidates_document_title(model_file, tmp_path, monkeypatch):
+    """Where a candidate's document enters the selector: over ``--documents`` each
+    candidate line is ``"{Document / Section} {sentence}"``, and that whole line is the
+    ``s_i`` of the encoder's input pair ``[s_i; x]`` (Li Eq. 1), so two near-duplicate
+    sentences of two documents reach the encoder as different inputs naming their
+    documents."""
+    from parlai.core.agents import create_agent_from_model_file
+
+    for season, hour in (("winter", "nine"), ("summer", "ten")):
+        (tmp_path / f"{season}.md").write_text(
+            f"# Oakfield gym rules, {season} timetable\n\n## Pool\n\n"
+            f"The pool closes at {hour} in the evening. Towels are lent at the desk.\n",
+            encoding="utf-8")
+    agent = create_agent_from_model_file(model_file, {
+        "interactive_mode": True, "datapath": str(tmp_path / "data"), "documents": None,
+        "named_document_boost": 0.0})
+    agent.load_documents([str(tmp_path / "winter.md"), str(tmp_path / "summer.md")])
+    seen = []
+    real = agent.selector._collate
+    monkeypatch.setattr(agent.selector, "_collate",
+                        lambda *a, **k: seen.append(real(*a, **k)) or seen[-1])
+    agent.observe({"text": "When does the pool close in summer?", "episode_done": False})
+    agent.act()
+    tokenizer = agent.selector.tokenizer
+    pairs = ["".join(tokenizer.decode(ids, skip_special_tokens=True).lower().split())
+             for ids in seen[-1]["cand_input_ids"]]
+    for season, hour in (("winter", "nine"), ("summer", "ten")):
+        line = f"oakfieldgymrules,{season}timetable/poolthepoolclosesat{hour}"
+        assert sum(p.startswith(line) and p.endswith("whendoesthepoolcloseinsummer?")
+                   for p in pairs) == 1, (season, pairs)
+    agent.shutdown()
 
 
 def test_extract_reply_mode_answers_with_the_selected_sentence(model_file, docs, tmp_path,

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from parlai_docgraph.reply_quality import (
-    distinct, knowledge_f1, repeats_phrase, score_reply, summarise, unsupported_words,
+    distinct, dropped_words, keeps_span, knowledge_f1, repeats_phrase, score_reply, summarise,
+    unsupported_words,
 )
 
 KNOWLEDGE = "If you bring the boat back late, you pay for a full extra hour."
@@ -57,17 +58,71 @@ def test_summary_shares_and_worst():
         summarise([])
 
 
+WHY = ("The wealthy families moved to the hill on the north side of the town because the "
+       "river flooded the lower streets every spring.")
+
+
+def test_answer_span_kept_and_dropped_words():
+    """Issue 40's reply: 'Why did the wealthy families move?' answered without the reason."""
+    short = "The wealthy families moved to the hill on the north side of the town."
+    span = "because the river flooded the lower streets every spring"
+    assert keeps_span(WHY, span) and not keeps_span(short, span)
+    assert keeps_span("It floods, because THE river flooded the lower streets every spring!",
+                      span)  # ParlAI's normalisation: case and punctuation do not count
+    assert not keeps_span("the river flooded", "")
+    question = "Why did the wealthy families move?"
+    assert dropped_words(short, WHY, question) == ["river", "flooded", "lower", "streets",
+                                                   "spring"]
+    assert dropped_words(WHY, WHY, question) == []
+    # words the question already says may go; a reworded reply keeps the stems it needs
+    assert dropped_words("They moved up the hill on the town's north side because the river "
+                         "floods the lower streets each spring.", WHY, question) == []
+    kept = score_reply(WHY, question, [], WHY, WHY, span=span)
+    lost = score_reply(short, question, [], WHY, WHY, span=span)
+    other = score_reply(short, question, [], WHY, "The hill was quiet.", span=span)
+    assert (kept.answer_kept, lost.answer_kept, other.answer_kept) == (True, False, None)
+    got = summarise([kept, lost, other, score_reply(WHY, question, [], WHY, WHY)])
+    assert got["answer_kept_n"] == 2 and got["answer_kept_share"] == 0.5
+    assert [d["reply"] for d in got["answer_dropped"]] == [short]
+
+
 def test_script_rows_on_the_standin(zoo_datapath, tmp_path):
     """The script's rows over the zoo stand-in: extract replies are the selected sentence
     (knowledge F1 1 against it), each row has every figure, the table is made from them."""
     from parlai_docgraph.scripts.reply_eval import ReplyEval, parse_responders, result_table
 
+    # one-sentence documents: the stand-in (an untrained selector) must select the answer,
+    # so every reply's selected sentence holds its span
+    folder = tmp_path / "questions"
+    folder.mkdir()
+    rows = [("ferry.md", "When does the ferry leave?", "The ferry leaves at nine o'clock.",
+             "nine o'clock"),
+            ("bakery.md", "Why is the bakery closed?", "The bakery is closed because the "
+             "oven broke.", "because the oven broke"),
+            ("museum.md", "How much is a museum ticket?", "A museum ticket costs six euros.",
+             "six euros"),
+            ("garden.md", "Who waters the garden?", "The neighbours water the garden.",
+             "The neighbours")]
+    for name, question, answer, span in rows:
+        (folder / name).write_text(f"# {name[:-3].title()}\n\n{answer}\n", encoding="utf-8")
+    (folder / "questions.jsonl").write_text("".join(
+        json.dumps({"document": n, "question": q, "answer": a, "span": s}) + "\n"
+        for n, q, a, s in rows), encoding="utf-8")
     out = tmp_path / "replies.json"
-    got = ReplyEval.main("--datapath", str(zoo_datapath), "--num-questions", "4",
+    got = ReplyEval.main("--datapath", str(zoo_datapath), "--questions-dir", str(folder),
                          "--out", str(out))
     data = json.loads(out.read_text(encoding="utf-8"))
-    assert set(got) == set(data["systems"]) == {"extract (zoo model)", "generate (zoo model)"}
+    assert set(got) == set(data["systems"]) == {
+        "extract (zoo model)", "generate (zoo model)",
+        "generate (zoo model), before the answer check"}
     extract = data["systems"]["extract (zoo model)"]
+    generate = data["systems"]["generate (zoo model)"]
+    before = data["systems"]["generate (zoo model), before the answer check"]
+    # every selection holds its span and is counted; the untrained GPT-2's text keeps none,
+    # so the answer check replaces every reply and every reply then keeps its span
+    assert generate["answer_kept_n"] == extract["answer_kept_n"] == 4
+    assert extract["answer_kept_share"] == 1.0 and generate["answer_kept_share"] == 1.0
+    assert before["answer_kept_share"] == 0.0 and generate["answer_check_share"] == 1.0
     assert extract["kf1_selected"] == 1.0 and extract["unsupported_share"] == 0.0
     assert len(extract["replies_text"]) == data["questions"] == 4
     assert data["meta"]["commit"] is not None or data["meta"]["command"]

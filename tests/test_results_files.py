@@ -52,14 +52,19 @@ def test_long_documents_benchmark_is_quoted_from_its_result_file(results_page):
     assert markdown_table(result) in results_page
 
 
-def test_heldout_all_documents_is_quoted_from_its_result_file(results_page):
+@pytest.mark.parametrize("name,questions,documents", [
+    ("heldout_eval.json", 56, 10), ("collections_eval.json", 74, 7)])
+def test_heldout_all_documents_is_quoted_from_its_result_file(results_page, name, questions,
+                                                              documents):
     from parlai_docgraph.scripts.heldout_eval import result_table
 
-    data = json.loads((RESULTS / "heldout_eval.json").read_text(encoding="utf-8"))
+    data = json.loads((RESULTS / name).read_text(encoding="utf-8"))
     assert data["settings"] == ["document", "all_documents"]
-    assert len(data["questions"]) == len(data["gold"]) == 56 and data["documents"] == 10
+    assert len(data["questions"]) == len(data["gold"]) == questions
+    assert data["documents"] == documents
+    assert len(data["paraphrased"]) == len(data["retrieval_found"]) == questions
     for system in data["systems"].values():
-        assert len(system["chosen"]) == len(system["chosen_all_documents"]) == 56
+        assert len(system["chosen"]) == len(system["chosen_all_documents"]) == questions
     assert data["meta"]["commit"] and "heldout_eval" in data["meta"]["command"]
     assert result_table(data) in results_page
 
@@ -104,15 +109,21 @@ def readme_command(program: str, writes: str = "--out") -> List[str]:
     return shlex.split(" ".join(found[0].split()))
 
 
-def test_the_heldout_command_writes_its_result_file(zoo_datapath, tmp_path):
+@pytest.mark.parametrize("name,documents", [("heldout_eval.json", 10),
+                                            ("collections_eval.json", 7)])
+def test_the_heldout_command_writes_its_result_file(zoo_datapath, tmp_path, name, documents):
+    """The documentation's commands for the held-out questions and the collection set, as
+    typed (run from the repository root: the set's folder is a path in the checkout)."""
     from parlai_docgraph.scripts.heldout_eval import result_table
 
-    args = readme_command("parlai-docgraph heldout_eval")
-    done = run_cli(args, tmp_path, env={"PARLAI_DATAPATH": str(zoo_datapath)}, timeout=900)
+    args = readme_command("parlai-docgraph heldout_eval", writes=f"docs/results/{name}")
+    out = tmp_path / "out.json"
+    args[args.index("--out") + 1] = str(out)
+    done = run_cli(args, ROOT, env={"PARLAI_DATAPATH": str(zoo_datapath)}, timeout=900)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    out = tmp_path / args[args.index("--out") + 1]
     data = json.loads(out.read_text(encoding="utf-8"))
-    assert data["settings"] == ["document", "all_documents"] and data["documents"] == 10
+    assert data["settings"] == ["document", "all_documents"] and data["documents"] == documents
+    assert data["retriever"] == "hybrid" and data["retrieval_recall"] is not None
     assert "heldout_eval" in data["meta"]["command"]
     assert result_table(data) in done.stdout
 
@@ -145,8 +156,11 @@ def test_the_reply_commands_write_their_result_file(zoo_datapath, tmp_path):
     done = run_cli(args, tmp_path, env=env, timeout=900)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     data = json.loads((tmp_path / args[args.index("--out") + 1]).read_text(encoding="utf-8"))
-    assert list(data["systems"]) == ["extract (zoo model)", "generate (zoo model)",
-                                      "tiny GPT-2", "zero-shot SmolLM2"]
+    assert list(data["systems"]) == [
+        "extract (zoo model)", "generate (zoo model)",
+        "generate (zoo model), before the answer check", "tiny GPT-2",
+        "tiny GPT-2, before the answer check", "zero-shot SmolLM2",
+        "zero-shot SmolLM2, before the answer check"]
     assert data["questions"] == 2 and result_table(data) in done.stdout
 
 

@@ -59,7 +59,8 @@ def test_documents_are_files_folders_and_globs(folder: Path):
     assert any("document not found" in p and "missing.md" in p for p in problems)
     index = DocumentIndex(cache_root=None, progress=False)
     assert index.load([str(folder / "**" / "*.txt")]) == []
-    assert [t for t, _ in index.whole] == ["Lisbon trams", "Tickets"]
+    # a passage's title names its document, then its section
+    assert [t for t, _ in index.whole] == ["Lisbon trams", "Lisbon trams / Tickets"]
 
 
 def test_long_paragraphs_are_cut_into_passages():
@@ -156,16 +157,16 @@ def test_only_the_last_turns_of_the_dialogue_count(folder: Path, monkeypatch):
     index = DocumentIndex(cache_root=None, progress=False)
     index.load([str(folder)])
     asked = []
-    real = index.scores
-    monkeypatch.setattr(index, "scores", lambda text: asked.append(text) or real(text))
+    real = index.retriever.scores
+    monkeypatch.setattr(index.retriever, "scores", lambda text: asked.append(text) or real(text))
     dialogue = ["Tell me about owls.", "Owls hunt at night.", "What does a ticket cost?",
                 "three euros", "and a day pass?"]
     index.retrieve(dialogue, budget=4)
-    assert asked == ["and a day pass?", "What does a ticket cost? three euros"]
+    assert set(asked) == {"and a day pass?", "What does a ticket cost? three euros"}
     asked.clear()
     index.history_turns = 4
     index.retrieve(dialogue, budget=4)
-    assert asked[1] == " ".join(dialogue[:4])
+    assert " ".join(dialogue[:4]) in asked
 
 
 def test_a_path_read_again_replaces_its_document_and_remove_drops_one(folder: Path):

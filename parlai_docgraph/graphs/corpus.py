@@ -4,16 +4,31 @@ the browser chat, ``docgraph:docqa`` and ``build_graphs --corpus PATH``, so a gr
 ahead of time is the graph the agent builds for the same file.
 
 :func:`document_passages`: one text / Markdown document -> ``[(title, [sentence, ...]),
-...]``. Paragraphs (blocks separated by blank lines) are passages; a paragraph's title is
-its Markdown heading (``# ...``) or, failing that, the document's title: its first heading,
-else its first line when that line is short and has no final punctuation, else the given
-default (the file name, or a JSONL row's ``title``). Each Markdown list item (``-``, ``*``,
-``+``, ``1.``) is split on its own, its marker dropped, so a table-like list gives one
-sentence per item; other lines are joined and split by spaCy's rule-based ``sentencizer``
-(punctuation rules, no model). A document in a language written without spaces between
-words (Chinese, Japanese: :func:`~parlai_docgraph.nlp.detect_language`) is split with
-spaCy's character-segmenting Chinese tokenizer instead, whose tokens let the
-``sentencizer`` see ``。！？``; every other language is split as English is.
+...]``. Paragraphs (blocks separated by blank lines) are passages. The document's title is
+its first heading, else its first line when that line is short and has no final
+punctuation, else the given default (the file name, or a JSONL row's ``title``). A
+passage's title names its document and its section: ``"{document title} / {section}"``
+under a section heading, the document title alone before the first one, so a candidate
+line (``"{title} {sentence}"``) says which document it comes from when several documents
+are searched at once (a question that names a document can prefer it). Section headings
+are never sentences:
+
+* Markdown headings (``# ...``) and underlined ones (a line over ``===`` or ``---``);
+* in plain text (licences, contracts, manuals): a paragraph that is one short line
+  without final punctuation (``TERMS AND CONDITIONS``, ``1. Definitions``), a numbered
+  title line (``1. Definitions.``, ``Section 3.2 Distribution of Executable Form``)
+  alone or over the paragraph's text, and a run-in heading: a numbered paragraph's (or
+  any paragraph's, when it has two words or more) first sentence in title case, followed
+  by the paragraph's text (``6. Trademarks. This License does not ...``): its
+  sentences become a passage under that heading.
+
+Each Markdown list item (``-``, ``*``, ``+``, ``1.``, ``1.1.``) is split on its own, its
+marker dropped, so a table-like list gives one sentence per item; other lines are joined
+and split by :func:`~parlai_docgraph.nlp.split_sentences`, the package's one sentence
+splitter (spaCy's rule-based ``sentencizer``, no model; a quote opening a sentence stays
+with it). A document in a language written without spaces between words (Chinese,
+Japanese: :func:`~parlai_docgraph.nlp.detect_language`) is split with spaCy's
+character-segmenting Chinese tokenizer; every other language is split as English is.
 
 :func:`document_paths` expands what a user names with ``--documents``: files, folders
 (their ``.txt`` / ``.md`` files, recursively, in path order) and glob patterns.
@@ -36,40 +51,43 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from parlai_docgraph.dataset_errors import DatasetFormatError
 from parlai_docgraph.jsonio import iter_jsonl
-from parlai_docgraph.nlp import RULE_BASED, detect_language, language_name, sentences
+from parlai_docgraph.nlp import detect_language, language_name, split_sentences
 
 Pool = List[Tuple[str, List[str]]]
 SUFFIXES = (".txt", ".md", ".markdown")
 HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
-LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+")
+UNDERLINE = re.compile(r"^\s{0,3}(?:=+|-+)\s*$")
+LIST_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}(?:\.\d{1,3})*[.)])\s+")
+#: a section number before a title: ``1.``, ``1.2``, ``1.2.``, ``IV.``, ``Section 3.2``
+SECTION_NUMBER = re.compile(
+    r"^\s{0,3}(?:(?:section|article|part|chapter|clause)\s+)?"
+    r"(?:\d{1,3}(?:\.\d{1,3})*\.?|[IVX]{1,6}\.)\s+(?=\S)", re.IGNORECASE)
 TITLE_MAX_CHARS = 80
-#: languages written without spaces between words: split with spaCy's Chinese tokenizer
-UNSPACED = ("zh", "ja")
+#: the most words of a heading inside plain text (numbered or run-in)
+HEADING_MAX_WORDS = 10
+#: words a title-case heading may keep in lower case
+MINOR_WORDS = frozenset(
+    "a an and as at by for from in into of on or per the to under upon via with".split())
+SEPARATOR = " / "
 #: ``(characters read so far, sentences so far)`` after each paragraph of a document
 Progress = Callable[[int, int], None]
 
 
-def split_sentences(text: str, lang: str = "en") -> List[str]:
-    """The sentences of ``text`` (spaCy's punctuation-based ``sentencizer``, see
-    :func:`parlai_docgraph.nlp.sentences`, with the Chinese tokenizer for
-    :data:`UNSPACED` languages; whitespace inside them collapsed)."""
-    model = f"{RULE_BASED}:zh" if lang in UNSPACED else RULE_BASED
-    joiner = "" if lang in UNSPACED else " "
-    return [s.strip() for s in sentences(joiner.join(text.split()), model) if s.strip()]
-
-
-def _units(lines: Sequence[str]) -> List[str]:
-    """The lines of a block grouped into list items (markers dropped) and running text."""
-    units: List[str] = []
+def _units(lines: Sequence[str]) -> List[Tuple[str, str]]:
+    """The lines of a block grouped into list items (markers dropped) and running text:
+    ``(number, text)`` per unit, ``number`` the numbered marker that opened it (``6.``)
+    or ``""``."""
+    units: List[Tuple[str, str]] = []
     item = False
     for line in lines:
         marker = LIST_ITEM.match(line)
         if marker:
-            units.append(line[marker.end():])
+            mark = line[:marker.end()].strip()
+            units.append((mark if mark[:1].isdigit() else "", line[marker.end():]))
         elif units and not item or units and line.startswith((" ", "\t")):
-            units[-1] += " " + line
+            units[-1] = (units[-1][0], units[-1][1] + " " + line)
         else:
-            units.append(line)
+            units.append(("", line))
         item = bool(marker) or item and line.startswith((" ", "\t"))
     return units
 
@@ -77,6 +95,64 @@ def _units(lines: Sequence[str]) -> List[str]:
 def _looks_like_title(line: str) -> bool:
     line = line.strip()
     return 0 < len(line) <= TITLE_MAX_CHARS and line[-1] not in ".!?;:,。！？；：，"
+
+
+def title_case(text: str) -> bool:
+    """Whether ``text`` reads as a heading: at most :data:`HEADING_MAX_WORDS` words, every
+    word capitalised (or written in capitals) except :data:`MINOR_WORDS`, at least one
+    word of letters."""
+    words = [w.strip("\"'“”‘’()[],:;.") for w in text.split()]
+    words = [w for w in words if w]
+    if not words or len(words) > HEADING_MAX_WORDS or not any(w.isalpha() for w in words):
+        return False
+    return all(w[0].isupper() or not w[0].isalpha() or w.lower() in MINOR_WORDS
+               for w in words)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def heading_line(lines: Sequence[str]) -> Optional[str]:
+    """
+    The section title that opens a block of plain-text ``lines`` (the module docstring),
+    without a final full stop, or ``None``: a Markdown heading; a line over an underline;
+    a block that is one short line without final punctuation; a numbered title line, or
+    a title-case line without final punctuation over the block's text.
+    """
+    first = lines[0].strip()
+    markdown = HEADING.match(lines[0])
+    if markdown:
+        return markdown.group(1)
+    if len(lines) > 1 and UNDERLINE.match(lines[1]) and _looks_like_title(first):
+        return first
+    if len(first) > TITLE_MAX_CHARS or LIST_ITEM.match(lines[0]) and len(lines) > 1 and (
+            LIST_ITEM.match(lines[1]) or _indent(lines[1]) > _indent(lines[0])):
+        return None  # a list item (followed by the next, or by its indented continuation)
+    number = SECTION_NUMBER.match(lines[0])
+    rest = first[number.end() - _indent(lines[0]):] if number else first
+    if number and title_case(rest.rstrip(".")) and rest[-1:] not in "!?;:,":
+        return first.rstrip(".")
+    if len(lines) == 1 and _looks_like_title(first) and not LIST_ITEM.match(lines[0]):
+        return first
+    if len(lines) > 1 and _looks_like_title(first) and title_case(first):
+        return first
+    return None
+
+
+def run_in_heading(number: str, sents: Sequence[str]) -> Optional[str]:
+    """The run-in heading that opens a unit's ``sents``, or ``None``.
+
+    A run-in heading is a first sentence in title case that ends with a full stop, followed
+    by more text (of one word only in a numbered unit): ``Trademarks.`` before ``This
+    License ...``. It is returned after its unit's ``number`` and without its full stop
+    (``6. Trademarks``)."""
+    if len(sents) < 2 or not sents[0].endswith(".") or sents[0].endswith(".."):
+        return None
+    head = sents[0][:-1].strip()
+    if not title_case(head) or (len(head.split()) < 2 and not number):
+        return None
+    return f"{number} {head}" if number else head
 
 
 def document_passages(text: str, default_title: str, lang: str = "en",
@@ -93,26 +169,42 @@ def document_passages(text: str, default_title: str, lang: str = "en",
         doc_title = heading.group(1) or default_title
     elif _looks_like_title(first):
         doc_title = first.strip()
+
+    def titled(section: Optional[str]) -> str:
+        return (f"{doc_title}{SEPARATOR}{section}" if section and section != doc_title
+                else doc_title)
+
     passages: Pool = []
-    title = doc_title
+    section: Optional[str] = None
     done = count = 0
-    for block in blocks:
+    for number, block in enumerate(blocks):
         done += len(block) + 2
         if progress is not None:
             progress(done, count)
         lines = block.splitlines()
-        heading = HEADING.match(lines[0])
-        if heading:
-            title = heading.group(1) or doc_title
-            lines = lines[1:]
-        elif block is blocks[0] and _looks_like_title(lines[0]) and len(lines) > 1:
-            lines = lines[1:]
-        elif block is blocks[0] and _looks_like_title(lines[0]):
-            continue  # a title line alone
-        sents = [s for unit in _units(lines) for s in split_sentences(unit, lang)]
-        if sents:
-            passages.append((title, sents))
+        if number == 0 and not heading and _looks_like_title(lines[0]):
+            lines = lines[1:]  # the document's title line
+        while lines:
+            head = heading_line(lines)
+            if head is None:
+                break
+            section = head or None
+            lines = lines[2:] if len(lines) > 1 and UNDERLINE.match(lines[1]) else lines[1:]
+        current: List[str] = []
+        for number, unit in _units(lines):
+            sents = split_sentences(unit, lang)
+            head = run_in_heading(number, sents)
+            if head is not None:
+                if current:
+                    passages.append((titled(section), current))
+                passages.append((titled(head), sents[1:]))
+                count += len(sents) - 1
+                current = []
+                continue
+            current += sents
             count += len(sents)
+        if current:
+            passages.append((titled(section), current))
     if progress is not None:
         progress(len(text), count)
     return passages

@@ -2,13 +2,14 @@
 Knowledge pools as lines: the ``"{title} {sentence}"`` / ``"{title} __knowledge__
 {sentence}"`` lines that Wizard of Wikipedia teachers write, back into ``(title,
 [sentences])`` passages (:func:`passages_from_lines`), and candidate lines onto the
-sentences of a pool (:func:`candidate_sentences`). No ParlAI imports: the selector's
-message reader (``agents/graph_selector/messages.py``) and the collation use it.
+sentences of a pool (:func:`candidate_sentences`), and which candidates come from a document
+the user's turn names (:func:`named_documents`). No ParlAI imports: the selector's message
+reader (``agents/graph_selector/messages.py``) and the collation use it.
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 KNOWLEDGE_SEPARATOR = "__knowledge__"
 #: The package's one no-knowledge sentinel: the title and sentence of the candidate that says
@@ -17,6 +18,8 @@ KNOWLEDGE_SEPARATOR = "__knowledge__"
 NO_PASSAGE = "no_passages_used"
 #: The no-knowledge candidate line, first among ParlAI's WoW ``label_candidates``.
 NO_KNOWLEDGE_LINE = f"{NO_PASSAGE} {NO_PASSAGE}"
+#: between a document's title and its section in a passage title (graphs/corpus.py)
+SECTION_SEPARATOR = " / "
 
 Passages = List[Tuple[str, List[str]]]
 
@@ -112,3 +115,44 @@ def candidate_sentence_text(candidate: str, passages: Passages) -> str:
         return flat[index]
     split = _split_line(candidate, [t for t, _ in passages])
     return split[1] if split else candidate
+
+
+def candidate_titles(passages: Passages, candidates: Sequence[str]) -> List[str]:
+    """The passage title of each candidate line (:func:`candidate_sentences`), or
+    :data:`NO_PASSAGE` for a line that is no sentence of ``passages``."""
+    titles = [t for t, sents in passages for _ in sents]
+    return [titles[i] if i >= 0 else NO_PASSAGE
+            for i in candidate_sentences(passages, candidates)]
+
+
+def title_terms(text: str) -> Set[str]:
+    """The Snowball stems of the words of ``text`` (bm25s's ``\\w\\w+`` tokens, lower-cased)
+    that are not spaCy English stop words."""
+    import bm25s
+
+    from parlai_docgraph.graphs.retrievers import _stemmer
+    from parlai_docgraph.nlp import english_stop_words
+
+    return set(bm25s.tokenize([text], stopwords=sorted(english_stop_words()),
+                              stemmer=_stemmer(), return_ids=False, show_progress=False)[0])
+
+
+def named_documents(turn: str, titles: Sequence[str]) -> List[bool]:
+    """
+    Per candidate (given by its passage title, ``"Document / Section"``), whether ``turn``
+    names its document: of the documents among ``titles``, those whose title (its part
+    before :data:`SECTION_SEPARATOR`) shares the most terms with the turn (terms:
+    lower-cased words without spaCy's English stop words, "how", "what", ...,
+    Snowball-stemmed), when that is at least one and not every document does: "the 2025
+    edition" names "Lending Policy, 2025 Edition" (two terms) over "Lending Policy, 2023
+    Edition" (one), "the R7" the R7's guide. All ``False`` when the candidates come from
+    one document or the turn names none.
+    """
+    docs = [t.split(SECTION_SEPARATOR)[0] if t != NO_PASSAGE else "" for t in titles]
+    asked = title_terms(turn)
+    found = {d: len(title_terms(d) & asked) for d in set(docs) if d}
+    best = max(found.values(), default=0)
+    named = {d for d, n in found.items() if n == best}
+    if best == 0 or len(named) == len(found):
+        return [False] * len(titles)
+    return [d in named for d in docs]

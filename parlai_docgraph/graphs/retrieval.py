@@ -11,27 +11,21 @@ dialogue*, not over a corpus; a graph over every sentence of a book does not fit
   sentences/s rate; for retrieval, a paragraph longer than ``max_passage_sentences`` is cut
   into passages of that many sentences (same title), so no single passage fills a turn's
   pool;
-* keeps each document's passages on disk (``<datapath>/docgraph_cache/documents-v1``, beside
+* keeps each document's passages on disk (``<datapath>/docgraph_cache/documents-v2``, beside
   the graph store and the parse cache), keyed by the SHA-256 of the file's bytes and the
-  reader's settings, written atomically: a document is split once, whatever its name;
-* indexes every passage (title and sentences) with Okapi BM25 (:mod:`bm25s`, Lucene's
-  variant, k1 = 1.5, b = 0.75, all given explicitly; tokens are bm25s's lower-cased
-  ``\w\w+`` words without its English stop words, stemmed by NLTK's Snowball stemmer).
+  reader's version, written atomically: a document is split once, whatever its name;
+* scores the passages with its ``retriever`` (:mod:`parlai_docgraph.graphs.retrievers`:
+  ``bm25``, ``dense`` or ``hybrid``, :func:`~parlai_docgraph.graphs.retrievers.retriever_factory`;
+  BM25 when none is given).
 
 :meth:`DocumentIndex.retrieve` returns a turn's pool: every passage while the documents
 have at most ``budget`` sentences (small documents keep the whole-document pool, their
-paragraphs uncut, exactly as before); otherwise the passages with the best BM25 score for
-the dialogue (the user's last turn, plus ``history_weight`` times the score of the
-``history_turns`` turns before it), taken best first while their sentences fit ``budget``
-(passages with a score above zero only), returned in document order so the graph's
-narrative-order edges and the coreference rules read them as written. A turn that shares
-no word with any passage ("and then?") keeps the previous turn's pool.
-
-Why lexical retrieval first: the frozen MiniLM encoder embeds about 340 sentences/s of 64
-characters on 2 idle CPU cores (1,000 in 3.0 s, batches of 64; 20/s with the cores busy), so
-dense vectors for the ~42,000 longer sentences of 5 MB would take several minutes before the
-first reply; BM25 indexes them in about 7 s. The frozen encoder then reads only the retrieved
-sentences (node features and the selector's similarity terms, cached by text).
+paragraphs uncut, exactly as before); otherwise the retriever's ranking for the dialogue
+(the user's last turn, plus ``history_weight`` times the score of the ``history_turns``
+turns before it), taken best first while their sentences fit ``budget``, returned in
+document order so the graph's narrative-order edges and the coreference rules read them as
+written. A turn without a content word ("and then?"), or, under BM25, one that shares no
+term with any passage, keeps the previous turn's pool.
 
 No ParlAI imports.
 """
@@ -43,22 +37,22 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
-
-import numpy as np
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from parlai_docgraph.atomic import read_verified, write_text_atomic
 from parlai_docgraph.graphs.corpus import Pool, document_paths, language_note, parse_document
+from parlai_docgraph.graphs.retrievers import BM25Retriever, Retriever
 from parlai_docgraph.textnorm import decode_text, replaced_note
 
-#: bump when the cached layout or the reader's output changes
-INDEX_FORMAT_VERSION = 1
+#: bump when the cached layout or the reader's output changes (2: passage titles name their
+#: document, plain-text headings are titles)
+INDEX_FORMAT_VERSION = 2
 #: the default sentence budget of a turn's pool (``--retrieval-sentences``): chosen on the
-#: docgraph:docqa valid questions asked against all 13 valid documents at once (zoo model
-#: accuracy 0.839 / 0.847 / 0.839 at 24 / 32 / 40 sentences; retrieval recall 0.960 / 0.976 / 0.976)
+#: docgraph:docqa valid questions asked against all 13 valid documents at once (BM25, the
+#: zoo model before multi-document pools: accuracy 0.839 / 0.847 / 0.839 at 24 / 32 / 40
+#: sentences; retrieval recall 0.960 / 0.976 / 0.976); with the hybrid retriever and the zoo
+#: model of multi-document pools 24 and 32 tie (recall 1.000, accuracy 0.871), so it stays
 DEFAULT_BUDGET = 32
-#: BM25 parameters (bm25s's defaults, named so that no default is inherited unstated)
-BM25_METHOD, BM25_K1, BM25_B = "lucene", 1.5, 0.75
 
 
 def window_passages(passages: Pool, size: int) -> Pool:
@@ -78,14 +72,13 @@ class IndexedDocument:
     lang: str
     passages: Pool
     cached: bool = False  # read from the on-disk cache
+    sha256: str = ""  # of the file's bytes (the key of its cached dense vectors)
     replaced: int = 0  # characters that were not text, replaced (textnorm.decode_text)
 
-
-def _stemmer() -> Callable[[List[str]], List[str]]:
-    from nltk.stem.snowball import SnowballStemmer
-
-    stem = SnowballStemmer("english").stem
-    return lambda words: [stem(w) for w in words]
+    @property
+    def lines(self) -> List[str]:
+        """Its candidate lines, ``"{title} {sentence}"``, in order."""
+        return [f"{t} {s}" for t, ss in self.passages for s in ss]
 
 
 class _Progress:
@@ -113,8 +106,9 @@ class _Progress:
 @dataclass
 class DocumentIndex:
     """
-    The passages of a set of documents and their BM25 index (see the module docstring).
-    ``cache_root``: folder of the on-disk passage cache (``None``: no cache).
+    The passages of a set of documents and their retriever (see the module docstring).
+    ``cache_root``: folder of the on-disk passage cache (``None``: no cache);
+    ``retriever``: a :mod:`~parlai_docgraph.graphs.retrievers` retriever (``None``: BM25).
     """
 
     cache_root: Optional[Union[str, Path]] = None
@@ -130,18 +124,21 @@ class DocumentIndex:
     last_pool: Optional[List[int]] = None
     #: seconds and sentences of the last :meth:`add` (``index_seconds``, ``sentences``, ...)
     stats: Dict[str, float] = field(default_factory=dict)
+    retriever: Optional[Retriever] = None
 
     def __post_init__(self) -> None:
-        self._bm25: Any = None
-        self._stem: Optional[Callable[[List[str]], List[str]]] = None
+        if self.retriever is None:
+            self.retriever = BM25Retriever()
+        self._shares_retriever = False
 
     def fork(self) -> "DocumentIndex":
-        """A copy that shares this index's passages and BM25 index until documents are
+        """A copy that shares this index's passages and retriever until documents are
         added to it (one server's ``--documents`` indexed once for every chat session)."""
         twin = DocumentIndex(self.cache_root, self.max_passage_sentences, self.history_weight,
                              self.history_turns, self.progress, list(self.documents),
-                             list(self.whole), list(self.passages), None, dict(self.stats))
-        twin._bm25, twin._stem = self._bm25, self._stem
+                             list(self.whole), list(self.passages), None, dict(self.stats),
+                             self.retriever)
+        twin._shares_retriever = True
         return twin
 
     # ------------------------------------------------------------------ reading
@@ -161,12 +158,13 @@ class DocumentIndex:
         ``ValueError`` name the file. Bytes that are not UTF-8 and characters no later stage
         can encode are replaced (:func:`~parlai_docgraph.textnorm.decode_text`)."""
         data = Path(path).read_bytes()
+        sha = hashlib.sha256(data).hexdigest()
         cache = self._cache_file(data)
         if cache is not None:
             hit = read_verified(cache, _check_cached)
             if hit is not None:
                 return IndexedDocument(path, hit["lang"], hit["passages"], cached=True,
-                                       replaced=hit["replaced"])
+                                       sha256=sha, replaced=hit["replaced"])
         text, replaced = decode_text(data, path)
         bar = _Progress(len(text), Path(path).name, self.progress and len(text) > 200_000)
         try:
@@ -176,7 +174,7 @@ class DocumentIndex:
         if cache is not None:
             write_text_atomic(cache, json.dumps({"lang": lang, "passages": passages,
                                                  "replaced": replaced}, ensure_ascii=False))
-        return IndexedDocument(path, lang, passages, replaced=replaced)
+        return IndexedDocument(path, lang, passages, sha256=sha, replaced=replaced)
 
     def load(self, specs: Sequence[str]) -> List[str]:
         """
@@ -193,8 +191,9 @@ class DocumentIndex:
         Read and index the documents at ``paths`` (existing files); returns one note per
         document that could not be used, had characters replaced or is not English. A path
         indexed before is read again and replaces its earlier version (in place); when its
-        new version cannot be used, the earlier one stays. The BM25 index is rebuilt over
-        every passage.
+        new version cannot be used, the earlier one stays. The retriever is rebuilt over
+        every passage (a dense one reads the vectors of documents it has seen, or their
+        cache, and embeds the others).
         """
         notes: List[str] = []
         start = time.perf_counter()
@@ -221,7 +220,7 @@ class DocumentIndex:
             self._rebuild()
         self.last_pool = None
         total = time.perf_counter() - start
-        self.stats = {"read_seconds": read_s, "bm25_seconds": total - read_s,
+        self.stats = {"read_seconds": read_s, "retriever_seconds": total - read_s,
                       "index_seconds": total, "sentences": float(added),
                       "sentences_per_second": added / max(total, 1e-9)}
         return notes
@@ -236,37 +235,34 @@ class DocumentIndex:
         return before - len(self.documents)
 
     def _rebuild(self) -> None:
-        """``whole``, ``passages`` and the BM25 index from ``documents``."""
+        """``whole``, ``passages`` and the retriever from ``documents``. With no passage left
+        the retriever keeps its old state: :meth:`retrieve` does not consult it then."""
         self.whole = [p for d in self.documents for p in d.passages]
         self.passages = [p for d in self.documents
                          for p in window_passages(d.passages, self.max_passage_sentences)]
-        if self.passages:
-            self._index()
-        else:
-            self._bm25 = None
-
-    def _index(self) -> None:
-        import bm25s
-
-        if self._stem is None:
-            self._stem = _stemmer()
-        texts = [f"{title} {' '.join(sents)}" for title, sents in self.passages]
-        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=self._stem, return_ids=False,
-                                show_progress=False)
-        bm25 = bm25s.BM25(method=BM25_METHOD, k1=BM25_K1, b=BM25_B)
-        bm25.index(tokens, show_progress=False)
-        self._bm25 = bm25
+        if not self.passages:
+            return
+        if self._shares_retriever:  # a fork builds on a copy of its own
+            self.retriever, self._shares_retriever = self.retriever.fork(), False
+        self.retriever.build(self.passages, [
+            (d.sha256 or d.path, d.lines) for d in self.documents])
 
     # ------------------------------------------------------------------ retrieval
-    def scores(self, text: str) -> np.ndarray:
-        """BM25 score of every passage for ``text`` (zeros when it shares no term)."""
-        import bm25s
-
-        query = bm25s.tokenize([text], stopwords="en", stemmer=self._stem, return_ids=False,
-                               show_progress=False)[0]
-        if self._bm25 is None or not query:
-            return np.zeros(len(self.passages), dtype=np.float32)
-        return np.asarray(self._bm25.get_scores(query), dtype=np.float32)
+    def ranking(self, turns: Sequence[str]) -> Optional[List[int]]:
+        """The retriever's passages best first for the dialogue ``turns`` (last turn last),
+        or ``None`` when the last turn has nothing to search with (no content word; under
+        BM25, no term any passage has)."""
+        last = turns[-1] if turns else ""
+        if not self.retriever.bm25.terms(last):
+            return None
+        earlier = list(turns[-1 - self.history_turns:-1]) if self.history_turns > 0 else []
+        order = self.retriever.ranking(last, " ".join(earlier), self.history_weight)
+        if self.retriever.name == "bm25" or not self.retriever.ready:
+            # BM25 ranks only passages that share a term with the dialogue: none of the
+            # last turn's terms in any passage means nothing to search with
+            if not any(self.retriever.bm25.scores(last) > 0):
+                return None
+        return order
 
     def retrieve(self, turns: Sequence[str], budget: int = DEFAULT_BUDGET) -> Pool:
         """
@@ -275,17 +271,12 @@ class DocumentIndex:
         """
         if budget <= 0 or self.num_sentences <= budget:
             return [(t, list(s)) for t, s in self.whole]
-        score = self.scores(turns[-1]) if turns else np.zeros(len(self.passages))
-        earlier = list(turns[-1 - self.history_turns:-1]) if self.history_turns > 0 else []
-        if earlier and self.history_weight > 0:
-            score = score + self.history_weight * self.scores(" ".join(earlier))
-        if float(score.max(initial=0.0)) <= 0.0 and self.last_pool is not None:
+        order = self.ranking(turns)
+        if order is None and self.last_pool is not None:
             chosen = self.last_pool
         else:
             chosen, used = [], 0
-            for i in np.argsort(-score, kind="stable").tolist():
-                if score[i] <= 0.0 and chosen:
-                    break  # only passages that share a term with the dialogue
+            for i in order or [0]:  # nothing to search with, no earlier pool: the first passage
                 size = len(self.passages[i][1])
                 if used + size > budget:
                     if used:
@@ -309,13 +300,24 @@ def _check_cached(body: str) -> Dict[str, Any]:
 
 
 def retrieval_summary(index: DocumentIndex) -> str:
-    """One line for the user about what the index holds and how long it took."""
+    """One line for the user about what the index holds, how long it took and, for a dense
+    retriever, whether its vectors are ready."""
     s = index.stats
-    return (f"{len(index.documents)} documents, {len(index.passages)} passages, "
+    line = (f"{len(index.documents)} documents, {len(index.passages)} passages, "
             f"{index.num_sentences} sentences indexed "
             f"({s.get('index_seconds', 0.0):.1f} s, "
-            f"{s.get('sentences_per_second', 0.0):,.0f} sentences/s)")
+            f"{s.get('sentences_per_second', 0.0):,.0f} sentences/s), "
+            f"retriever {index.retriever.name}")
+    return line + ("" if index.retriever.ready else f" (dense index {dense_status(index)}; "
+                   "until it is ready, passages are ranked by BM25 alone)")
 
 
-__all__ = ["DEFAULT_BUDGET", "DocumentIndex", "IndexedDocument", "retrieval_summary",
-           "window_passages"]
+def dense_status(index: DocumentIndex) -> str:
+    """The dense index's state
+    (:attr:`~parlai_docgraph.graphs.dense_index.DenseRetriever.status`), ``""`` for BM25."""
+    dense = getattr(index.retriever, "dense", index.retriever)
+    return getattr(dense, "status", "")
+
+
+__all__ = ["DEFAULT_BUDGET", "DocumentIndex", "IndexedDocument", "dense_status",
+           "retrieval_summary", "window_passages"]

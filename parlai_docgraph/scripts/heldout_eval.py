@@ -42,11 +42,16 @@ from parlai.core.script import ParlaiScript, register_script
 
 import dataclasses
 
+from parlai_docgraph.agents.pipeline.args import add_retriever_args
 from parlai_docgraph.graphs.corpus import Pool as Passages
 from parlai_docgraph.graphs.retrieval import DEFAULT_BUDGET, DocumentIndex
+from parlai_docgraph.graphs.retrievers import DEFAULT_RRF_K, SentenceEmbedder, retriever_factory
+from parlai_docgraph.models.encoders import MINILM, load_encoder
 from parlai_docgraph.atomic import write_text_atomic
 from parlai_docgraph.env import run_record
-from parlai_docgraph.tasks.docgraph.docqa import HELDOUT, Question, load_questions
+from parlai_docgraph.tasks.docgraph.docqa import (
+    DOCQA, HELDOUT, VALID_DOCUMENTS, Question, load_questions,
+)
 
 #: ``rank(passages, question) -> candidate lines best first`` (``"title sentence"``)
 Ranker = Callable[[Passages, str], List[str]]
@@ -95,36 +100,73 @@ def load_model(model_file: str, datapath: Optional[str] = None) -> Any:
     return create_agent_from_model_file(model_file, overrides)
 
 
-def selector_ranker(agent: Any, model_file: str = "") -> Ranker:
-    """Ranking by a trained graph selector (or a ``-m docgraph`` pipeline's selector)."""
+def selector_ranker(agent: Any, model_file: str = "", boost: Optional[float] = None
+                    ) -> Ranker:
+    """Ranking by a trained graph selector (or a ``-m docgraph`` pipeline's selector), with
+    its ``--named-document-boost`` set to ``boost`` while it ranks (``None``: its own)."""
     selector = agent if hasattr(agent, "select") else getattr(agent, "selector", None)
     if not hasattr(selector, "select"):
         raise ValueError(f"{model_file}: neither a graph selector nor a -m docgraph pipeline")
 
     def rank(passages: Passages, question: str) -> List[str]:
-        return list(selector.select(passages, question)["scores"])
+        own = selector.opt.get("named_document_boost")
+        if boost is not None:
+            selector.opt["named_document_boost"] = boost
+        try:
+            return list(selector.select(passages, question)["scores"])
+        finally:
+            selector.opt["named_document_boost"] = own
 
     return rank
 
 
-def retrieved_questions(questions: Sequence[Question], folder: str, budget: int
-                        ) -> Tuple[List[Question], float]:
+def make_retriever(kind: str, encoder_name: str = MINILM, rrf_k: int = DEFAULT_RRF_K) -> Any:
+    """``--retriever`` as the chat builds it, over the frozen ``encoder_name`` (the zoo
+    selector's frozen encoder is the installed MiniLM); always built in the foreground."""
+    embedder = None
+    if kind != "bm25":
+        encoder, tokenizer = load_encoder(encoder_name)
+        encoder.requires_grad_(False).eval()
+        embedder = SentenceEmbedder(encoder, tokenizer)
+    return retriever_factory(kind, embedder, None, rrf_k=rrf_k, background_over=0,
+                             progress=False)
+
+
+def retrieved_questions(questions: Sequence[Question], folder: str, budget: int,
+                        retriever: Any = None) -> Tuple[List[Question], List[bool]]:
     """
-    ``(questions, recall)``: each question with the pool retrieved for it from all the
-    documents of ``folder`` at once (the chat's index and retrieval), and the share of
-    questions whose gold line is in that pool.
+    ``(questions, found)``: each question with the pool ``retriever`` (default BM25)
+    retrieves for it from all the documents of ``folder`` at once (the chat's index and
+    retrieval), and per question whether its gold line is in that pool.
     """
     from pathlib import Path
 
-    index = DocumentIndex(cache_root=None, progress=False)
+    index = DocumentIndex(cache_root=None, progress=False, retriever=retriever)
     index.add([str(Path(folder) / d) for d in sorted({q.document for q in questions})])
-    out, hits = [], 0
+    out, found = [], []
     for q in questions:
         index.last_pool = None  # one question, one dialogue
         pool = index.retrieve([q.question], budget)
-        hits += q.gold in {f"{t} {s}" for t, ss in pool for s in ss}
+        found.append(q.gold in {f"{t} {s}" for t, ss in pool for s in ss})
         out.append(dataclasses.replace(q, passages=pool))
-    return out, hits / max(len(questions), 1)
+    return out, found
+
+
+def paraphrased(question: Question) -> bool:
+    """Whether ``question`` shares no content word with its answer sentence (words of
+    letters and digits, lower-cased, stemmed by NLTK's Snowball stemmer, without spaCy's
+    English stop words)."""
+    from parlai_docgraph.reply_quality import content_stems
+
+    return not content_stems(question.question) & content_stems(question.answer)
+
+
+def question_set(folder: str) -> str:
+    """The name of a question folder in result files (``heldout`` for the bundled one)."""
+    from pathlib import Path
+
+    path = Path(folder).resolve()
+    return "heldout" if path == HELDOUT.resolve() else path.name
 
 
 def is_pipeline(model_file: str) -> bool:
@@ -146,16 +188,28 @@ def result_table(data: Dict[str, Any]) -> str:
     rows = [(name, {s: figures["accuracy" + ("" if s == "document" else f"_{s}")]
                     for s in data["settings"]})
             for name, figures in data["systems"].items()]
-    return table(rows, len(data["questions"]), data["documents"], data["retrieval_recall"])
+    para = data.get("paraphrased") or []
+    return table(rows, len(data["questions"]), data["documents"], data["retrieval_recall"],
+                 data.get("retriever", "bm25"), data.get("retrieval_recall_paraphrased"),
+                 sum(para))
 
 
 def table(rows: Sequence[Tuple[str, Dict[str, float]]], n: int, docs: int,
-          recall: Optional[float] = None) -> str:
-    """The Markdown table of ``(system, {setting: accuracy})`` rows."""
+          recall: Optional[float] = None, retriever: str = "bm25",
+          recall_paraphrased: Optional[float] = None, paraphrased: int = 0) -> str:
+    """The Markdown table of ``(system, {setting: accuracy})`` rows; ``recall`` (and on the
+    ``paraphrased`` questions that share no content word with their answer,
+    ``recall_paraphrased``) of the ``retriever`` of the all-documents setting."""
     settings = list(rows[0][1]) if rows else []
+    retrieval = ""
+    if recall is not None:
+        retrieval = f" ({retriever} retrieval, recall {recall:.3f}"
+        if recall_paraphrased is not None:
+            retrieval += (f"; {recall_paraphrased:.3f} on the {paraphrased} questions that "
+                          "share no content word with their answer")
+        retrieval += ")"
     names = {"document": "own document",
-             "all_documents": f"all {docs} documents at once"
-             + (f" (retrieval recall {recall:.3f})" if recall is not None else "")}
+             "all_documents": f"all {docs} documents at once{retrieval}"}
     out = [f"| system ({n} questions) | " + " | ".join(names[s] for s in settings) + " |",
            "|---" * (len(settings) + 1) + "|"]
     out += [f"| {name} | " + " | ".join(f"{acc[s]:.3f}" for s in settings) + " |"
@@ -187,6 +241,19 @@ class HeldoutEval(ParlaiScript):
                            "retrieved as in a chat)")
         group.add_argument("--retrieval-sentences", type=int, default=DEFAULT_BUDGET,
                            help="all_documents: the sentence budget of a retrieved pool")
+        add_retriever_args(group, background=False)  # built before the questions
+        group.add_argument("--retrieval-encoder", type=str, default=MINILM,
+                           help="dense, hybrid: the frozen sentence encoder (minilm-l6, "
+                           "the zoo selector's frozen encoder; or a local directory)")
+        group.add_argument("--fold", type=str, default="",
+                           choices=["", "valid"],
+                           help="valid: the docgraph:docqa valid questions and documents "
+                           "instead of --questions-dir (where the retriever and the recipes "
+                           "are chosen)")
+        group.add_argument("--named-document-boosts", type=str, default="",
+                           help="comma-separated values of the selector's "
+                           "--named-document-boost: one row per model file and value, to "
+                           "measure what the boost adds (empty: each model's own value)")
         group.add_argument("--num-questions", type=int, default=0,
                            help="evaluate only the first N questions (0: all; quick checks)")
         group.add_argument("--out", type=str, default=None,
@@ -197,17 +264,25 @@ class HeldoutEval(ParlaiScript):
         from parlai.core.build_data import modelzoo_path as resolve  # zoo: names
 
         opt = self.opt
-        questions = load_questions(opt["questions_dir"])
+        folder = str(DOCQA) if opt["fold"] == "valid" else opt["questions_dir"]
+        questions = load_questions(folder)
+        if opt["fold"] == "valid":
+            questions = [q for q in questions if q.document in VALID_DOCUMENTS]
         if opt["num_questions"] > 0:
             questions = questions[: opt["num_questions"]]
         systems: List[Tuple[str, Ranker]] = []
         if opt["cosine"]:
             systems.append((f"zero-shot cosine ({opt['cosine_encoder']})",
                             cosine_ranker(opt["cosine_encoder"])))
+        boosts = [float(b) for b in opt["named_document_boosts"].split(",") if b.strip()]
         for name in filter(None, (m.strip() for m in opt["model_files"].split(","))):
             path = resolve(opt["datapath"], name)
             agent = load_model(path, opt["datapath"])
-            systems.append((name, selector_ranker(agent, path)))
+            if not boosts:
+                systems.append((name, selector_ranker(agent, path)))
+            for boost in boosts:
+                systems.append((f"{name}, named-document boost {boost:g}",
+                                selector_ranker(agent, path, boost)))
         if not systems:
             raise ValueError("heldout_eval: nothing to evaluate (give --model-files or "
                              "--cosine true)")
@@ -216,10 +291,13 @@ class HeldoutEval(ParlaiScript):
         if unknown or not settings:
             raise ValueError(f"--settings {opt['settings']!r}: use document, all_documents")
         asked = {"document": questions}
-        recall = None
+        found: List[bool] = []
         if "all_documents" in settings:
-            asked["all_documents"], recall = retrieved_questions(
-                questions, opt["questions_dir"], opt["retrieval_sentences"])
+            retriever = make_retriever(opt["retriever"], opt["retrieval_encoder"], opt["rrf_k"])
+            asked["all_documents"], found = retrieved_questions(
+                questions, folder, opt["retrieval_sentences"], retriever)
+        recall = sum(found) / len(found) if found else None
+        para = [paraphrased(q) for q in questions]
         rows, detail = [], {}
         for name, rank in systems:
             accs: Dict[str, float] = {}
@@ -231,13 +309,20 @@ class HeldoutEval(ParlaiScript):
                 detail[name].update({f"accuracy{key}": acc, f"chosen{key}": chosen})
             rows.append((name, accs))
         docs = len({q.document for q in questions})
-        text = table(rows, len(questions), docs, recall)
+        para_found = [f for f, p in zip(found, para) if p]
+        recall_para = sum(para_found) / len(para_found) if para_found else None
+        text = table(rows, len(questions), docs, recall, opt["retriever"], recall_para,
+                     sum(para))
         print(text)  # the script's output: the table
         if opt.get("out"):
             write_text_atomic(opt["out"], json.dumps(
-                {"meta": run_record(), "documents": docs, "settings": settings,
+                {"meta": run_record(), "question_set": opt["fold"] or question_set(folder),
+                 "documents": docs, "settings": settings,
                  "questions": [q.question for q in questions],
-                 "gold": [q.gold for q in questions], "retrieval_recall": recall,
+                 "gold": [q.gold for q in questions], "paraphrased": para,
+                 "retrieval_recall": recall, "retrieval_found": found,
+                 "retrieval_recall_paraphrased": recall_para,
+                 "retriever": opt["retriever"], "rrf_k": opt["rrf_k"],
                  "retrieval_sentences": opt["retrieval_sentences"], "systems": detail},
                 indent=1))
         return {name: accs[settings[0]] for name, accs in rows}

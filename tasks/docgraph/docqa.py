@@ -15,8 +15,14 @@ sentence of its document (the questions a user asks in ``parlai interactive
   ``parlai-docgraph heldout_eval`` reports.
 
 Documents are read exactly as ``--documents`` reads them
-(:func:`~parlai_docgraph.graphs.corpus.read_document`); a question's knowledge pool is
-its whole document. ``--label-type chosen_sent`` labels with the answering line (``title
+(:func:`~parlai_docgraph.graphs.corpus.read_document`). ``--docqa-pool document``
+(default): a question's knowledge pool is its whole document; ``mixed``: the pool a chat
+over all the fold's documents at once would give it (a multi-document pool),
+the passages that BM25 retrieves for the question from every document of the fold within
+``--docqa-pool-sentences`` (:class:`~parlai_docgraph.graphs.retrieval.DocumentIndex`), in
+index order, with the passage of the answer added where retrieval missed it; so other
+documents' near-duplicate sentences compete with the answer, and each candidate's title
+names its document. ``--label-type chosen_sent`` labels with the answering line (``title
 sentence``) among the document's lines; ``response`` labels with the answering sentence
 itself (an extractive reply). Rows of ``questions.jsonl`` are JSON objects with
 ``document``, ``question`` and ``answer`` (the exact sentence); a bad row stops the reader
@@ -36,6 +42,7 @@ from parlai.core.params import ParlaiParser
 import parlai_docgraph
 from parlai_docgraph.dataset_errors import DatasetFormatError
 from parlai_docgraph.graphs.corpus import Pool as Passages, read_document
+from parlai_docgraph.graphs.retrieval import DEFAULT_BUDGET, DocumentIndex
 from parlai_docgraph.jsonio import iter_jsonl
 
 from parlai_docgraph.tasks.docgraph.base import DocgraphDialogTeacher
@@ -53,6 +60,7 @@ VALID_DOCUMENTS = ("glaciers.txt", "sprint_notes.md", "bridge_engineer_biography
                    "family_mill_history.txt", "sewing_a_button_howto.md",
                    "camping_site_rules.md", "volunteer_meeting_minutes.md")
 FIELDS = ("document", "question", "answer")
+POOLS = ("document", "mixed")
 
 
 @dataclass(frozen=True)
@@ -64,13 +72,15 @@ class Question:
     passages: Passages
     gold: str
     answer: str
+    span: str = ""  # the part of the answer that answers the question ("" when not given)
 
 
 def load_questions(folder: "str | Path" = HELDOUT) -> List[Question]:
     """
     The questions of ``<folder>/questions.jsonl`` with their documents. A row that is not a
     JSON object with :data:`FIELDS`, names a missing document or gives an answer that is not
-    exactly one sentence of its document raises ``ValueError`` naming file and line.
+    exactly one sentence of its document, or a ``span`` that is not a part of the answer,
+    raises ``ValueError`` naming file and line.
     """
     folder = Path(folder)
     path = folder / "questions.jsonl"
@@ -92,18 +102,45 @@ def load_questions(folder: "str | Path" = HELDOUT) -> List[Question]:
         if len(lines) != 1:
             raise ValueError(f"{where}: the answer is not one sentence of {name} "
                              f"({len(lines)} matches): {row['answer']!r}")
-        out.append(Question(name, row["question"], docs[name], lines[0], row["answer"]))
+        span = row.get("span", "")
+        if not isinstance(span, str) or span not in row["answer"]:
+            raise ValueError(f"{where}: span {span!r} is not a part of the answer sentence")
+        out.append(Question(name, row["question"], docs[name], lines[0], row["answer"], span))
     if not out:
         raise ValueError(f"{path}: no questions")
     return out
 
 
-def question_message(q: Question, label_type: str, separator: bool) -> Message:
-    """The WoW-format message of one question (``response`` labels: the answer itself)."""
-    where = [(p, i) for p, (t, ss) in enumerate(q.passages) for i, x in enumerate(ss)
+def question_message(q: Question, label_type: str, separator: bool,
+                     pool: Optional[Passages] = None) -> Message:
+    """The WoW-format message of one question over ``pool`` (default: its document);
+    ``response`` labels: the answer itself."""
+    pool = q.passages if pool is None else pool
+    where = [(p, i) for p, (t, ss) in enumerate(pool) for i, x in enumerate(ss)
              if f"{t} {x}" == q.gold]
-    return pool_message("docqa", q.question, q.passages[0][0], q.passages, where[0],
+    return pool_message("docqa", q.question, q.passages[0][0], pool, where[0],
                         q.answer, label_type, separator)
+
+
+def mixed_pools(questions: List[Question], folder: Path, budget: int) -> List[Passages]:
+    """
+    Per question, the passages BM25 retrieves for it from all the documents of
+    ``questions`` at once within ``budget`` sentences, in index order, with the passage
+    that holds its answer added when retrieval missed it (the module docstring).
+    """
+    index = DocumentIndex(cache_root=None, progress=False)
+    index.add([str(folder / name) for name in sorted({q.document for q in questions})])
+    lines = [{f"{t} {s}" for s in ss} for t, ss in index.passages]
+    pools = []
+    for q in questions:
+        index.last_pool = None  # each question is a dialogue of its own
+        index.retrieve([q.question], budget)
+        chosen = set(index.last_pool or [])
+        if not any(q.gold in lines[i] for i in chosen):
+            chosen.add(next(i for i, found in enumerate(lines) if q.gold in found))
+        pools.append([(index.passages[i][0], list(index.passages[i][1]))
+                      for i in sorted(chosen)])
+    return pools
 
 
 class DocqaTeacher(DocgraphDialogTeacher):
@@ -114,7 +151,16 @@ class DocqaTeacher(DocgraphDialogTeacher):
         cls, parser: ParlaiParser, partial_opt: Optional[Opt] = None
     ) -> ParlaiParser:
         super().add_cmdline_args(parser, partial_opt)
-        add_knowledge_label_args(parser.add_argument_group("docgraph docqa task"))
+        group = parser.add_argument_group("docgraph docqa task")
+        add_knowledge_label_args(group)
+        group.add_argument(
+            "--docqa-pool", type=str, default="document", choices=POOLS,
+            help="a question's knowledge pool: its whole document, or 'mixed': what BM25 "
+            "retrieves for it from all the fold's documents at once (its answer's passage "
+            "added when missed), as a chat over several documents")
+        group.add_argument(
+            "--docqa-pool-sentences", type=int, default=DEFAULT_BUDGET,
+            help="--docqa-pool mixed: the sentence budget of a pool")
         return parser
 
     def __init__(self, opt: Opt, shared=None) -> None:
@@ -122,17 +168,21 @@ class DocqaTeacher(DocgraphDialogTeacher):
         self.label_type = opt["label_type"]
         self.separator = bool(opt["include_knowledge_separator"])
         self.fold = opt["datatype"].split(":")[0]
+        self.pool, self.pool_sentences = opt["docqa_pool"], opt["docqa_pool_sentences"]
         opt["datafile"] = str((HELDOUT if self.fold == "test" else DOCQA) / "questions.jsonl")
         self.id = "docqa"
         super().__init__(opt, shared)
 
     def count_options(self) -> tuple:
-        return super().count_options() + (self.fold,)
+        return super().count_options() + (self.fold, self.pool, self.pool_sentences)
 
     def setup_data(self, datafile: str) -> Iterator[Tuple[Message, bool]]:
-        for q in load_questions(Path(datafile).parent):
-            if self.fold == "train" and q.document in VALID_DOCUMENTS:
-                continue
-            if self.fold == "valid" and q.document not in VALID_DOCUMENTS:
-                continue
-            yield question_message(q, self.label_type, self.separator), True
+        folder = Path(datafile).parent
+        questions = [q for q in load_questions(folder)
+                     if self.fold == "test" or (q.document in VALID_DOCUMENTS) == (
+                         self.fold == "valid")]
+        pools: List[Optional[Passages]] = [None] * len(questions)
+        if self.pool == "mixed":
+            pools = list(mixed_pools(questions, folder, self.pool_sentences))
+        for q, pool in zip(questions, pools):
+            yield question_message(q, self.label_type, self.separator, pool), True

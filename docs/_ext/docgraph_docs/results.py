@@ -229,6 +229,17 @@ def _chat_page(data: Dict[str, Any], img: Path) -> str:
     return markdown_table(result) + "\n\n" + plot
 
 
+def _question_set_title(data: Dict[str, Any]) -> str:
+    """The heading of a ``heldout_eval`` file: held-out questions, or a validation set
+    (``--fold valid``, a folder named ``*_valid``) where options are chosen."""
+    qset = data.get("question_set", "heldout")
+    if qset == "heldout":
+        return "Held-out document questions"
+    if qset == "valid" or qset.endswith("_valid"):
+        return f"Validation document questions, set {qset}"
+    return f"Held-out document questions, set {qset}"
+
+
 def _heldout_page(data: Dict[str, Any], img: Path) -> str:
     from parlai_docgraph.scripts.heldout_eval import result_table
 
@@ -237,8 +248,11 @@ def _heldout_page(data: Dict[str, Any], img: Path) -> str:
     for setting in data["settings"]:
         suffix = "" if setting == "document" else f"_{setting}"
         series[setting.replace("_", " ")] = [data["systems"][n]["accuracy" + suffix] for n in names]
-    plot = _grouped_bars(img / "heldout_accuracy.png", names, series, "selection accuracy",
-                         f"Held-out document questions ({len(data['questions'])})")
+    qset = data.get("question_set", "heldout")
+    plot = _grouped_bars(img / ("heldout_accuracy.png" if qset == "heldout"
+                                else f"heldout_accuracy_{qset}.png"),
+                         names, series, "selection accuracy",
+                         f"{_question_set_title(data)} ({len(data['questions'])})")
     return result_table(data) + "\n\n" + plot
 
 
@@ -461,6 +475,8 @@ def results_page(files: Dict[str, Dict[str, Any]], img: Path) -> str:
         title = kind.title
         if kind.name == "replies":
             title += f", {data['fold']} questions"
+        elif kind.name == "heldout":
+            title = _question_set_title(data)
         elif kind.name == "other":
             title = Path(name).stem.replace("_", " ").capitalize()
         out += [f"## {title}", "", run_record(name, data), "", kind.page(data, img), ""]
@@ -481,27 +497,64 @@ def _summary_rows(files: Dict[str, Dict[str, Any]]) -> List[Tuple[str, str, str]
         kind = kind_of(data)
         if kind.name == "heldout":
             systems = data["systems"]
-            zoo = next((n for n in systems if n.startswith(ZOO)), None)
+            zoos = [n for n in systems if n.startswith(ZOO)]
+            if len(zoos) > 1:  # one zoo row per option value (heldout_eval's boosts)
+                rows.append(_variants_row(data, zoos, name))
+                continue
+            zoo = zoos[0] if zoos else None
             other = [n for n in systems if n != zoo]
             if zoo is None:
                 continue
             figure = f"selection accuracy {systems[zoo]['accuracy']:.3f}"
             if other:
                 figure += f" (zero-shot baseline {systems[other[0]]['accuracy']:.3f})"
-            rows.append(("Knowledge selection on documents no model saw "
-                         f"(`{ZOO}`, {len(data['questions'])} questions)", figure, name))
-        elif kind.name == "replies" and data["fold"] == "test" and REPLY_SYSTEM in data["systems"]:
+            if "accuracy_all_documents" in systems[zoo]:
+                figure += (f"; all {data['documents']} documents at once "
+                           f"{systems[zoo]['accuracy_all_documents']:.3f}, retrieval recall "
+                           f"{data['retrieval_recall']:.3f}")
+                if data.get("retrieval_recall_paraphrased") is not None:
+                    figure += (f" ({data['retrieval_recall_paraphrased']:.3f} where the question "
+                               "shares no content word with its answer)")
+            what = ("Knowledge selection on documents no model saw "
+                    f"(`{ZOO}`, {len(data['questions'])} questions)")
+            if data.get("question_set", "heldout") != "heldout":
+                what = (f"Knowledge selection over collections of near-duplicate documents "
+                        f"(`{ZOO}`, {len(data['questions'])} questions, set "
+                        f"`{data['question_set']}`)")
+            rows.append((what, figure, name))
+        elif kind.name == "replies" and data["fold"] != "valid" and REPLY_SYSTEM in data["systems"]:
             s = data["systems"][REPLY_SYSTEM]
-            rows.append((f"Grounded replies of the zoo model ({data['questions']} held-out "
-                         "questions)", f"knowledge F1 {s['kf1_selected']:.3f} against the "
-                         f"selected sentence, {s['unsupported_share']:.1%} with unsupported "
-                         "words", name))
+            figure = (f"knowledge F1 {s['kf1_selected']:.3f} against the selected sentence, "
+                      f"{s['unsupported_share']:.1%} with unsupported words")
+            if s.get("answer_kept_share") is not None:
+                figure += (f", answer span kept in {s['answer_kept_share']:.1%} of "
+                           f"{s['answer_kept_n']}")
+                alone = data["systems"].get(f"{REPLY_SYSTEM}, before the answer check")
+                if alone is not None and s.get("answer_check_share") is not None:
+                    figure += (f" ({alone['answer_kept_share']:.1%} by the generator alone; "
+                               f"the answer check replaced {s['answer_check_share']:.1%} of "
+                               "the replies with the selected sentence)")
+            asked = ("held-out questions" if data["fold"] == "test"
+                     else f"questions of set `{data['fold']}`")
+            rows.append((f"Grounded replies of the zoo model ({data['questions']} {asked})",
+                         figure, name))
         elif kind.name == "long_documents":
             r = data["long_documents"]
             big = r["sizes"][r["largest"]]
-            rows.append(("Long documents: retrieve, then graph",
-                         f"{r['largest']}: first reply {r['first_reply_s_largest']:.1f} s, "
-                         f"{big['turn_ms']['total']:,.0f} ms a turn", name))
+            figure = (f"{r['largest']}: first reply {r['first_reply_s_largest']:.1f} s, "
+                      f"{big['turn_ms']['total']:,.0f} ms a turn "
+                      f"({r['turn_latency_ratio']:.2f}x the {r['smallest']} turn), peak "
+                      f"{r['peak_rss_mb_largest']:,.0f} MB")
+            if r.get("dense_build_s_largest") is not None:
+                figure += (f"; retriever {r['retriever']}, its dense index "
+                           f"{r['dense_build_s_largest']:,.0f} s"
+                           + (" in the background" if r.get("dense_background_largest")
+                              else ""))
+            elif r.get("dense_ready_largest") is False:
+                figure += (f"; retriever {r['retriever']}, its dense index not ready after "
+                           f"{big['dense_elapsed_s']:,.0f} s in the background "
+                           f"({big['dense_sentences_per_s']:,.0f} sentences/s)")
+            rows.append(("Long documents: retrieve, then graph", figure, name))
         elif kind.name == "gsr_real":
             systems = data["gsr_real"]["systems"]
             real = next((n for n in systems if "random" not in n), None)
@@ -548,6 +601,21 @@ def _summary_rows(files: Dict[str, Dict[str, Any]]) -> List[Tuple[str, str, str]
                          f"{c['turn_ms']['total']:,} ms a turn, {c['tokens_per_s']:g} "
                          f"tokens/s on {c['torch_threads']} torch thread(s)", name))
     return rows
+
+
+def _variants_row(data: Dict[str, Any], zoos: Sequence[str], name: str
+                  ) -> Tuple[str, str, str]:
+    """The README row of a held-out file with several zoo rows (one per option value)."""
+    parts = []
+    for zoo in zoos:
+        s = data["systems"][zoo]
+        part = f"{zoo[len(ZOO):].lstrip(', ')}: {s['accuracy']:.3f}"
+        if "accuracy_all_documents" in s:
+            part += f", all documents at once {s['accuracy_all_documents']:.3f}"
+        parts.append(part)
+    what = (f"Selection with and without the zoo's `--named-document-boost` (`{ZOO}`, "
+            f"{len(data['questions'])} questions, set `{data['question_set']}`)")
+    return what, "; ".join(parts), name
 
 
 def readme_table(files: Optional[Dict[str, Dict[str, Any]]] = None) -> str:

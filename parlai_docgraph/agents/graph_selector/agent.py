@@ -75,7 +75,8 @@ from parlai_docgraph.models.encoders import load_encoder, own_text_types, resolv
 from parlai_docgraph.models.selector.build import build_selector
 from parlai_docgraph.models.selector.common import ranking_loss
 from parlai_docgraph.models.selector.inputs import add_format_tokens
-from parlai_docgraph.models.selector.prior import SimilarityPrior
+from parlai_docgraph.graphs.knowledge_lines import named_documents
+from parlai_docgraph.models.selector.prior import SimilarityPrior, last_turn
 from parlai_docgraph.models.selector.provider import GraphProvider
 
 
@@ -235,8 +236,17 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
 
     # ------------------------------------------------------------------ forward
     def _forward(self, batch, with_gold: bool):
-        """The model's output with the similarity terms added to its scores."""
-        return self._add_prior(batch, self._model_forward(batch, with_gold))
+        """The model's output with the similarity terms (and, at inference, the
+        ``--named-document-boost``) added to its scores."""
+        out = self._add_prior(batch, self._model_forward(batch, with_gold))
+        boost = self.opt.get("named_document_boost") or 0.0
+        if not boost or batch.get("candidate_titles") is None:
+            return out
+        named = [flag for turn, titles in zip(batch.turns, batch.candidate_titles)
+                 for flag in named_documents(last_turn(turn), titles)]
+        extra = torch.tensor([boost * named[i] for i in out.keep.tolist()],
+                             device=out.scores.device, dtype=out.scores.dtype)
+        return dataclasses.replace(out, scores=out.scores + extra)
 
     def _model_forward(self, batch, with_gold: bool):
         """The model's own output (Eq. 4 logits, no similarity terms)."""

@@ -201,7 +201,8 @@ def add_learning_rate_args(group: Any) -> None:
 
 
 def add_prior_args(group: Any) -> None:
-    """Register ``--similarity-prior``, ``--similarity-prior-encoder`` and ``--zero-shot-prior``."""
+    """Register ``--similarity-prior``, ``--similarity-prior-encoder``, ``--zero-shot-prior``,
+    ``--own-loss-weight`` and ``--named-document-boost``."""
     group.add_argument(
         "--zero-shot-prior", type=float, default=0.0,
         help="mu: also add mu * cosine(last turn, candidate) under the frozen, never trained "
@@ -213,6 +214,13 @@ def add_prior_args(group: Any) -> None:
         "embeddings to every candidate's score, in training and inference (0: off, the "
         "papers' model; the offline zoo sample model uses it to start from MiniLM's "
         "zero-shot ranking)")
+    group.add_argument(
+        "--named-document-boost", type=float, default=0.0,
+        help="b: at inference, add b to the score of every candidate whose document the "
+        "user's last turn names (a word of its document title that the pool's other "
+        "documents' titles do not all have: 'the 2025 edition', 'the R7'), so a question "
+        "about one of several near-duplicate documents is answered from it (0: off, the "
+        "papers' model; not used in training; -m docgraph passes its own value)")
     group.add_argument(
         "--own-loss-weight", type=float, default=0.0,
         help="w > 0: with similarity terms, also train the model's own scores (without the "

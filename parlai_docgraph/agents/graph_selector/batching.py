@@ -16,6 +16,7 @@ from parlai_docgraph.agents.graph_selector.messages import (
     check_has_candidates, message_passages, multi_reference_gold, passages_or_empty, recent_turns,
 )
 from parlai_docgraph.graphs.embed import encoder_limit
+from parlai_docgraph.graphs.knowledge_lines import candidate_titles
 from parlai_docgraph.models.selector.collate import collate_examples, shuffled_order
 from parlai_docgraph.models.selector.prior import last_turn
 
@@ -104,6 +105,10 @@ class BatchingMixin:
         for key, value in fields.items():
             batch[key] = value
         batch["candidates"] = cands
+        if self.opt.get("named_document_boost") and not training:
+            batch["candidate_titles"] = [
+                candidate_titles(pool or passages_or_empty(ex), cs)
+                for pool, ex, cs in zip(passages, exs, cands)]
         batch["turns"] = [ex.get("text") or "" for ex in exs]
         batch["multi_relevant"] = multi
         batch["is_training"] = training

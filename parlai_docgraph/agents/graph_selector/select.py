@@ -13,6 +13,7 @@ import torch
 from parlai.core.torch_agent import Batch
 
 from parlai_docgraph.agents.graph_selector.evaluation import top_concepts
+from parlai_docgraph.graphs.knowledge_lines import candidate_titles
 from parlai_docgraph.models.selector.common import rank_candidates
 
 
@@ -51,7 +52,8 @@ class SelectMixin:
         if not cands:
             raise ValueError("select() needs at least one candidate or passage sentence")
         fields = self._collate([pool], [cands], [-2], [context], [context])
-        batch = Batch(batchsize=1, candidates=[cands], turns=[context], **fields)
+        batch = Batch(batchsize=1, candidates=[cands], turns=[context],
+                      candidate_titles=[candidate_titles(pool, cands)], **fields)
         if self.use_cuda:
             batch = batch.to("cuda")
         self.model.eval()

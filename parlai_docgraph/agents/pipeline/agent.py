@@ -8,7 +8,10 @@
    evaluation);
 2. the responder writes the reply from ``[selected sentence; context]``; with
    ``--reply-mode extract`` the reply is the selected sentence itself (grounded by
-   construction, for a responder that cannot write fluent text; the zoo model generates).
+   construction, for a responder that cannot write fluent text; the zoo model generates);
+   with ``--reply-keeps-answer`` (default) a generated reply that left out part of the
+   selected sentence the user did not say already (the "why", the "how much") is replaced
+   by the sentence (:func:`~parlai_docgraph.reply_quality.dropped_words`).
 
 Training (one ``train_model`` run trains both, the standard pipeline setup): each part
 learns from gold supervision only. The selector from the gold sentence (Eq. 6-8), the
@@ -45,9 +48,11 @@ from parlai_docgraph.graphs.store import default_store_root
 from parlai_docgraph.graphs.retrieval import DocumentIndex, retrieval_summary
 from parlai_docgraph.graphs.selection import Selection
 from parlai_docgraph.agents.pipeline.args import (
-    add_part_args, add_pipeline_args,
+    add_part_args, add_pipeline_args, document_retriever,
 )
 from parlai_docgraph.graphs.render import write_turn_graph
+from parlai_docgraph.models.selector.prior import last_turn
+from parlai_docgraph.reply_quality import dropped_words
 from parlai_docgraph.agents.pipeline.messages import (
     LOAD_REFUSED, check_user_text, merge_metrics, part_opt, part_overrides, read_selection,
     selector_message,
@@ -103,10 +108,12 @@ class DocgraphAgent(Agent):
         self.last_selection: Optional[Selection] = None
         # a copy (clone(), self_chat's partner, a web session) talks about the same
         # documents: it forks the index (no second read)
+        cache_root = (str(default_store_root(opt["datapath"]).parent)
+                      if opt.get("datapath") else None)
         self.index = shared["index"].fork() if shared and "index" in shared else DocumentIndex(
-            cache_root=str(default_store_root(opt["datapath"]).parent)
-            if opt.get("datapath") else None,
-            max_passage_sentences=opt["max_passage_sentences"])
+            cache_root=cache_root, max_passage_sentences=opt["max_passage_sentences"],
+            retriever=document_retriever(opt, self.selector, cache_root))
+        self._dense_pending = False  # a background dense build the user was told about
         self.turn_pool: Passages = []  # the knowledge pool of the last turn
         self._dialogue: List[str] = []  # this episode's turns, for retrieval
         self._notes: List[str] = []
@@ -132,6 +139,7 @@ class DocgraphAgent(Agent):
         if [id(d) for d in self.index.documents] != before:  # added or replaced
             self._notes.append(retrieval_summary(self.index))
             logging.info(retrieval_summary(self.index))
+            self._dense_pending = not self.index.retriever.ready
         elif not self.documents:
             self._notes.append("no document loaded: replies use no knowledge")
 
@@ -161,6 +169,10 @@ class DocgraphAgent(Agent):
         if msg.get("knowledge_passages") or msg.get("knowledge"):
             return None  # the world gave a pool (-t docgraph:... topics)
         if self.documents:
+            if self._dense_pending and self.index.retriever.ready:
+                self._dense_pending = False
+                self._notes.append("dense index ready: passages are now ranked by "
+                                   f"{self.index.retriever.name} retrieval")
             self._dialogue.append(text)
             self.turn_pool = self.index.retrieve(
                 self._dialogue, self.opt["retrieval_sentences"])
@@ -307,6 +319,14 @@ class DocgraphAgent(Agent):
             if not training and self.opt["reply_mode"] == "extract" and sel.uses_knowledge:
                 reply["generated_text"] = reply.get("text")
                 reply.force_set("text", sel.sentence)
+            elif not training and self.opt["reply_keeps_answer"] and reply.get("text") \
+                    and sel.uses_knowledge:
+                dropped = dropped_words(reply["text"], sel.sentence,
+                                        last_turn(raw.get("text") or ""))
+                if dropped:  # the reply lost part of the answer: the sentence itself
+                    reply["generated_text"] = reply["text"]
+                    reply["answer_dropped"] = dropped
+                    reply.force_set("text", sel.sentence)
             if raw.get("knowledge_passages") is not None or raw.get("knowledge"):
                 reply["selected_title"] = sel.title
                 reply["selected_sentence"] = sel.sentence

@@ -2,16 +2,20 @@
 The options of ``-m docgraph``: the pipeline's own (:func:`add_pipeline_args`) and how the
 two parts' options meet on one parser (:func:`add_part_args`): an option the selector and
 the responder declare differently is an error unless :data:`SETTLED` says how the pipeline
-decides it.
+decides it. :func:`document_retriever` makes the ``--retriever`` of a pipeline.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from parlai.core.params import ParlaiParser
 
 from parlai_docgraph.graphs.retrieval import DEFAULT_BUDGET
+from parlai_docgraph.graphs.retrievers import (
+    DEFAULT_BACKGROUND_OVER, DEFAULT_RETRIEVER, DEFAULT_RRF_K, RETRIEVERS, SentenceEmbedder,
+    retriever_factory,
+)
 
 REPLY_MODES = ("generate", "extract")
 
@@ -83,8 +87,9 @@ def add_pipeline_args(parser: ParlaiParser) -> None:
     group.add_argument(
         "--retrieval-sentences", type=int, default=DEFAULT_BUDGET,
         help="interactive: the most sentences of a turn's knowledge pool: documents with "
-        "more are searched (BM25 over passages, the dialogue as the query) and the graph "
+        "more are searched (--retriever, the dialogue as the query) and the graph "
         "is built over the best passages only; 0 keeps every passage")
+    add_retriever_args(group)
     group.add_argument(
         "--max-passage-sentences", type=int, default=8,
         help="interactive: a longer paragraph of a document is cut into passages of this "
@@ -102,5 +107,52 @@ def add_pipeline_args(parser: ParlaiParser) -> None:
         "cannot write fluent text (e.g. --responder-model tiny). Without a selected "
         "sentence (no_passages_used) the generated text is the reply")
     group.add_argument(
+        "--reply-keeps-answer", type="bool", default=True,
+        help="generate: a reply that leaves out a content word of the selected sentence "
+        "that the user's turn does not hold (the 'why', the 'how much') is replaced by "
+        "the selected sentence itself (the generated text kept in 'generated_text', the "
+        "words it dropped in 'answer_dropped')")
+    group.add_argument(
         "--interactive-max-chars", type=int, default=2000,
         help="interactive: a longer user turn keeps its last N characters (and says so)")
+
+
+def add_retriever_args(group: Any, background: bool = True) -> None:
+    """The retriever options (``--retriever``, ``--rrf-k`` and, with ``background``,
+    ``--dense-background-over``), shared with ``parlai-docgraph heldout_eval``."""
+    group.add_argument(
+        "--retriever", type=str, default=DEFAULT_RETRIEVER, choices=RETRIEVERS,
+        help="how a turn's passages are found in --documents: bm25 (shared words), dense "
+        "(sentence embeddings of the selector's frozen encoder, cached per document) or "
+        "hybrid (reciprocal-rank fusion of the two); chosen on docgraph:docqa valid")
+    group.add_argument(
+        "--rrf-k", type=int, default=DEFAULT_RRF_K,
+        help="hybrid: k of reciprocal-rank fusion, sum of 1 / (k + rank)")
+    if not background:
+        return
+    group.add_argument(
+        "--dense-background-over", type=int, default=DEFAULT_BACKGROUND_OVER,
+        help="dense, hybrid: when more sentences than this have no cached vectors, they are "
+        "embedded in a background thread and BM25 ranks alone until they are ready "
+        "(0: always before the first turn)")
+
+
+def document_retriever(opt: Dict[str, Any], selector: Any, cache_root: Optional[str]) -> Any:
+    """
+    ``--retriever`` of a pipeline: dense vectors from the selector's frozen encoder (its
+    node encoder), else from the installed MiniLM (a selector without node features keeps
+    no frozen copy); ``cache_root`` is where the vectors are cached (``None``: nowhere).
+    """
+    embedder = None
+    if opt["retriever"] != "bm25":
+        vectors = getattr(getattr(selector, "graphs", None), "sentence_vectors", None)
+        if vectors is not None:
+            encoder, tokenizer = vectors.encoder, vectors.tokenizer
+        else:
+            from parlai_docgraph.models.encoders import MINILM, load_encoder
+
+            encoder, tokenizer = load_encoder(MINILM)
+            encoder.requires_grad_(False).eval()
+        embedder = SentenceEmbedder(encoder, tokenizer)
+    return retriever_factory(opt["retriever"], embedder, cache_root, rrf_k=opt["rrf_k"],
+                             background_over=opt["dense_background_over"])

@@ -35,6 +35,8 @@ DECODING = ("inference", "beam_size", "beam_min_length", "beam_length_penalty", 
             "temperature", "skip_generation", "beam_block_ngram", "label_truncate",
             "block_earlier_replies")
 WHEN_GIVEN = ("no_cuda", "gpu", "batchsize", "fp16", "graph_cache", "graph_memo_size")
+#: the selector's inference options the pipeline governs (its saved value, or the command's)
+SELECTION = ("named_document_boost",)
 
 
 def knowledge_lines(msg: Any) -> List[Tuple[str, str, str]]:
@@ -129,11 +131,11 @@ def part_opt(opt: Opt, part: str, model: str, dict_class: str, model_file: Optio
 def part_overrides(opt: Opt, part: str) -> Dict[str, Any]:
     """
     What a part loaded from its model file takes from this run (see :data:`ALWAYS`,
-    :data:`DECODING`, :data:`WHEN_GIVEN`); the selector ranks the message's own candidates,
-    interactively too.
+    :data:`DECODING`, :data:`SELECTION`, :data:`WHEN_GIVEN`); the selector ranks the
+    message's own candidates, interactively too.
     """
     given = opt.get("override") or {}
-    always = ALWAYS + (DECODING if part == "responder" else ())
+    always = ALWAYS + (DECODING if part == "responder" else SELECTION)
     keep = {k: opt[k] for k in always if k in opt}
     keep.update({k: v for k, v in given.items() if k in WHEN_GIVEN})
     if part == "selector":

@@ -10,7 +10,10 @@ events through ``emit``:
   reply is one token event);
 * ``done``: the whole reply, the agent's note and the graph HTML of the turn (the graph the
   selector scored, :func:`~parlai_docgraph.graphs.render.turn_graph_html` in its panel
-  form, which fits the chat page's graph panel).
+  form, which fits the chat page's graph panel). Where the pipeline's answer check
+  (``--reply-keeps-answer``) replaced the generated reply with the selected sentence, the
+  reply is that sentence, and ``generated_text`` (the text the tokens streamed) and
+  ``answer_dropped`` (the words it left out) say so; the page shows the reply of ``done``.
 """
 
 from __future__ import annotations
@@ -58,6 +61,9 @@ def stream_turn(agent: Any, text: str, emit: Emit, should_stop: Callable[[], boo
                      selected_sentence=reply.get("selected_sentence"),
                      selected_title=reply.get("selected_title"),
                      top_concepts=list(reply.get("top_concepts") or []))
+    if "answer_dropped" in reply:
+        out.update(generated_text=reply.get("generated_text") or "",
+                   answer_dropped=list(reply["answer_dropped"]))
     if out["text"] and not (generate and streamer.sent):  # extract mode: one piece
         emit({"event": "token", "text": out["text"]})
     selection = agent.last_selection
