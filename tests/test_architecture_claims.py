@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = (ROOT / "parlai_docgraph", ROOT / "tasks", ROOT / "zoo")
 
 BUILDERS = {"build_document_graph", "build_multilevel_graph", "extend_document_graph"}
-#: modules that may call a graph builder: the factory and the builders themselves (an
-#: extension rebuilds)
-BUILDER_CALLERS = {"parlai_docgraph/graphs/factory.py", "parlai_docgraph/graphs/semantic.py",
+#: modules that may call a graph builder: the factory's registered builder specs and the
+#: builders themselves (an extension rebuilds)
+BUILDER_CALLERS = {"parlai_docgraph/graphs/builders.py", "parlai_docgraph/graphs/semantic.py",
                    "parlai_docgraph/graphs/multilevel.py"}
 JSON_MODULE = "parlai_docgraph/jsonio.py"
 #: (module, the argument's source) -> why that ``json.loads`` reads no file of its own
@@ -236,6 +236,61 @@ def spacy_imports(trees: Dict[str, ast.AST]) -> List[str]:
     return sorted(out)
 
 
+SENTINEL_MODULE = "parlai_docgraph/graphs/knowledge_lines.py"
+#: string values that spell the no-knowledge sentinel or its candidate line
+SENTINEL_SPELLINGS = ("no_passages_used", "no_passage_used")
+
+
+def _docstrings(tree: ast.AST) -> Set[int]:
+    """ids of the docstring constants of ``tree``'s module, classes and functions."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                out.add(id(body[0].value))
+    return out
+
+
+def sentinel_spellings(trees: Dict[str, ast.AST]) -> List[str]:
+    """Code strings that spell the no-knowledge sentinel outside its one home (docstrings,
+    ``help=`` texts and f-string pieces of messages are prose, not values)."""
+    out = set()
+    for path, tree in trees.items():
+        if path == SENTINEL_MODULE:
+            continue
+        prose = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.keyword) and node.arg == "help":
+                prose |= {id(n) for n in ast.walk(node.value)}
+            if isinstance(node, ast.JoinedStr):
+                prose |= {id(n) for n in node.values}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and id(node) not in prose \
+                    and node.value.strip("[] ") in SENTINEL_SPELLINGS + (
+                        " ".join(SENTINEL_SPELLINGS[:1] * 2),):
+                out.add(f"{path}:{node.lineno}")
+    return sorted(out)
+
+
+def test_the_no_knowledge_sentinel_has_one_home():
+    assert not sentinel_spellings(sources()), (
+        "spell the sentinel as knowledge_lines.NO_PASSAGE / NO_KNOWLEDGE_LINE")
+
+
+def test_sentinel_checker_flags_a_planted_spelling():
+    trees = {
+        "parlai_docgraph/graphs/multilevel.py": ast.parse(
+            '"""no_passages_used in a docstring is prose."""\nNO = "[no_passage_used]"\n'
+            'def f(p):\n    p.add_argument("--x", help="no_passages_used")\n'
+            '    return "no_passages_used no_passages_used"\n'),
+        SENTINEL_MODULE: ast.parse('NO_PASSAGE = "no_passages_used"\n'),
+    }
+    assert sentinel_spellings(trees) == ["parlai_docgraph/graphs/multilevel.py:2",
+                                         "parlai_docgraph/graphs/multilevel.py:5"]
+
+
 def test_the_checks_read_the_whole_package():
     paths = set(sources())
     for module in ("parlai_docgraph/bench/scale.py", "parlai_docgraph/scripts/chat_app.py",
@@ -280,7 +335,7 @@ def test_checkers_flag_planted_violations():
             "import json\ndef f(text, path):\n    json.loads(text)\n"
             "    return json.load(open(path))\n"),
         "parlai_docgraph/kg/z.py": ast.parse("from spacy.util import filter_spans\n"),
-        "parlai_docgraph/graphs/factory.py": ast.parse(
+        "parlai_docgraph/graphs/builders.py": ast.parse(
             "def f(p):\n    return build_document_graph(p)\n"),
         "parlai_docgraph/models/gguf.py": ast.parse(
             "from transformers import AutoModelForCausalLM as A, T5ForConditionalGeneration\n"

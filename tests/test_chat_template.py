@@ -114,7 +114,7 @@ def test_fact_layout_puts_the_knowledge_beside_the_newest_turn(qwen_tok):
         f"<|im_start|>user\nFact: {KNOWLEDGE}\n{TURNS[-1]}\n{chat.FACT_INSTRUCTION}<|im_end|>\n"
         "<|im_start|>assistant\n")
     assert f"<|im_start|>user\n{TURNS[0]}<|im_end|>" in text  # older turns unchanged
-    bare = qwen_tok.decode(chat.chat_prompt(qwen_tok, chat.NO_KNOWLEDGE, TURNS[-1:], layout="fact"),
+    bare = qwen_tok.decode(chat.chat_prompt(qwen_tok, chat.NO_PASSAGE, TURNS[-1:], layout="fact"),
                            skip_special_tokens=False)
     assert f"<|im_start|>user\n{TURNS[-1]}<|im_end|>" in bare and "Fact:" not in bare
     with pytest.raises(ValueError, match="--chat-prompt"):

@@ -17,13 +17,11 @@ import pytest
 import cmu_dog_fixture as fx
 from conftest import teacher_acts
 from parlai_docgraph.dataset_errors import MissingDatasetFile
-from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.graphs.knowledge_lines import NO_KNOWLEDGE_LINE, NO_PASSAGE
 from parlai_docgraph.graphs.movie_articles import (
     PSEUDO_LABEL_F1, article_pool, facts_passage, pseudo_label, turn_pool,
 )
 from parlai_docgraph.tasks.docgraph import install as inst
-
-NO_CHOSEN = f"{NO_PASSAGE} {NO_PASSAGE}"
 
 
 @pytest.fixture
@@ -249,8 +247,8 @@ def test_pools_and_pseudo_labels_in_the_messages(cmu_datapath):
     assert bye["conversation_id"] == "harbour_a" and bye["rating"] == 3
     chosen = teacher_acts("docgraph:cmu_dog", cmu_datapath, "test", "--label-type", "chosen_sent")
     by_line = {m["eval_labels"][0] for m in chosen}
-    assert "The Glass Harbour director: Mara Ellison" in by_line and NO_CHOSEN in by_line
-    assert all(m["label_candidates"][0] == NO_CHOSEN for m in chosen)
+    assert "The Glass Harbour director: Mara Ellison" in by_line and NO_KNOWLEDGE_LINE in by_line
+    assert all(m["label_candidates"][0] == NO_KNOWLEDGE_LINE for m in chosen)
     only = teacher_acts("docgraph:cmu_dog", cmu_datapath, "test", "--knowledge-turns-only", "true")
     assert 0 < len(only) < len(acts) and all(m["title"] != NO_PASSAGE for m in only)
 

@@ -23,7 +23,7 @@ from parlai_docgraph.tasks.docgraph.readers.holle import (
     read_holle,
     read_multi_reference,
 )
-from parlai_docgraph.tasks.docgraph.readers.wow import NO_PASSAGE
+from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
 
 PLOT = (
     "Mara Quill is a lighthouse keeper on a remote island. One night she finds a wrecked "

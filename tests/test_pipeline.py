@@ -150,7 +150,7 @@ def test_selector_message_and_metric_merging():
     from parlai.core.message import Message
 
     from parlai_docgraph.agents.pipeline.messages import (
-        NO_CHOSEN, merge_metrics, read_selection, selector_message,
+        NO_KNOWLEDGE_LINE, merge_metrics, read_selection, selector_message,
     )
 
     msg = Message({"text": "hi", "labels": ["a reply"], "title": "T",
@@ -158,13 +158,16 @@ def test_selector_message_and_metric_merging():
                    "label_candidates": ["other reply"]})
     sel = selector_message(msg, context="earlier\nhi")
     assert sel["labels"] == ["T S two."]
-    assert sel["label_candidates"] == [NO_CHOSEN, "T S one.", "T S two."]
+    assert sel["label_candidates"] == [NO_KNOWLEDGE_LINE, "T S one.", "T S two."]
     assert sel["full_text"] == "earlier\nhi" and "eval_labels" not in sel
     msg2 = Message({**msg, "title": "no_passages_used", "checked_sentence": "no_passages_used"})
     msg2["eval_labels"] = msg2.pop("labels")
-    assert selector_message(msg2, None)["eval_labels"] == [NO_CHOSEN]
-    assert read_selection(msg, {"text": "T S one."})["sentence"] == "S one."
-    assert read_selection(msg, {"text": NO_CHOSEN})["sentence"] == "no_passages_used"
+    assert selector_message(msg2, None)["eval_labels"] == [NO_KNOWLEDGE_LINE]
+    one = read_selection(msg, {"text": "T S one.", "selected_candidate": 1})
+    assert (one.sentence, one.passage, one.sentence_index, one.line) == ("S one.", 0, 0, "T S one.")
+    none = read_selection(msg, {"text": NO_KNOWLEDGE_LINE, "selected_candidate": 0})
+    assert none.sentence == "no_passages_used" and not none.uses_knowledge
+    assert not read_selection(msg, None).uses_knowledge
     merged = merge_metrics({"loss": 1.0, "ppl": 2.0}, {"loss": 3.0, "know_acc": 0.5})
     assert merged == {"loss": 1.0, "ppl": 2.0, "sel_loss": 3.0, "know_acc": 0.5}
 
@@ -199,5 +202,19 @@ def test_parlai_knowledge_lines_with_separator_keep_the_gold_among_candidates():
     assert sel["labels"] == ["Lighthouse A lighthouse is a tower."]
     assert sel["labels"][0] in sel["label_candidates"]
     assert len(sel["label_candidates"]) == 4  # no_passages_used + three sentences
-    got = read_selection(msg, {"text": "Fresnel lens The lens focuses light."})
-    assert (got["title"], got["sentence"]) == ("Fresnel lens", "The lens focuses light.")
+    got = read_selection(msg, {"text": "Fresnel lens The lens focuses light.",
+                               "selected_candidate": 3})
+    assert (got.title, got.sentence, got.passage) == ("Fresnel lens", "The lens focuses light.", 1)
+
+
+def test_a_selection_is_located_by_position_not_by_text():
+    """Two passages holding the same sentence: the choice is the one the selector ranked,
+    which comparing strings cannot tell apart (it took the first)."""
+    from parlai_docgraph.graphs.selection import Selection
+
+    pool = [("A", ["Same words.", "Other."]), ("A", ["Same words."])]
+    got = Selection.from_candidate(pool, 3, scores=[0.9, 0.1], top_concepts=["word"])
+    assert (got.passage, got.sentence_index, got.sentence) == (1, 0, "Same words.")
+    assert got.as_dict()["scores"] == [0.9, 0.1] and got.top_concepts == ("word",)
+    with pytest.raises(IndexError, match="past the pool's 3 sentences"):
+        Selection.from_candidate(pool, 4)

@@ -52,7 +52,7 @@ def _chat(shared, turns: List[Tuple[str, bool]]) -> List[Turn]:
         if observation.get("docgraph_answered"):
             continue  # an empty turn ([DONE] alone): the models do not run
         context = observation["docgraph_selector"]["full_text"]
-        out.append((context, reply["selected_sentence"], list(agent.last_selection["scores"])))
+        out.append((context, reply["selected_sentence"], list(agent.last_selection.scores)))
     return out
 
 

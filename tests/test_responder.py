@@ -16,6 +16,7 @@ import torch
 
 from conftest import run_cli, teacher_acts
 
+from parlai_docgraph.graphs.selection import Selection
 from parlai_docgraph.models.decoding import generation_config
 from parlai_docgraph.models.responder.model import (
     TINY_DIR,
@@ -455,9 +456,29 @@ def test_selected_knowledge_changes_the_generation_prompt_not_the_loss(datapath)
            "eval_labels": ["it was lit in 1882"], "episode_done": True}
     obs = agent.observe(Message(msg))
     gold_prompt = [int(i) for i in obs["text_vec"]]
-    obs.force_set("selected_knowledge", {"title": "Bach", "sentence": "He was a composer."})
+    obs.force_set("selected_knowledge", Selection(title="Bach", sentence="He was a composer.",
+                                                  passage=0, sentence_index=0))
     batch = agent.batchify([obs])
     assert batch["responder_prompts"][0] == gold_prompt
     gen = batch["responder_gen_prompts"][0]
     assert gen != gold_prompt
+    assert agent.dict.vec2txt(gen).startswith("Bach: He was a composer.")
+
+
+def test_a_turn_awaiting_selection_builds_its_prompt_once(datapath, monkeypatch):
+    """A message with nothing to score (interactive, self-chat) comes ``awaiting_selection``:
+    observe builds no prompt, batchify builds the one generation reads, with the selection."""
+    from parlai.core.message import Message
+
+    agent = _responder_agent(datapath, "--skip-generation", "false")
+    built = []
+    real = agent.build_prompt
+    monkeypatch.setattr(agent, "build_prompt", lambda *a: built.append(a[0]) or real(*a))
+    obs = agent.observe(Message({"text": "tell me more", "episode_done": True,
+                                 "awaiting_selection": True}))
+    assert built == [] and agent.dict.vec2txt(obs["text_vec"]) == "tell me more"
+    obs.force_set("selected_knowledge", Selection(title="Bach", sentence="He was a composer.",
+                                                  passage=0, sentence_index=0))
+    gen = agent.batchify([obs])["responder_gen_prompts"][0]
+    assert built == ["Bach: He was a composer."]
     assert agent.dict.vec2txt(gen).startswith("Bach: He was a composer.")

@@ -14,7 +14,8 @@ import pytest
 
 from conftest import teacher_acts
 from parlai_docgraph.tasks.docgraph.build import SAMPLE_DATAPATH
-from parlai_docgraph.tasks.docgraph.readers.wow import NO_PASSAGE, read_wow
+from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.tasks.docgraph.readers.wow import read_wow
 
 WOW = Path(SAMPLE_DATAPATH) / "wizard_of_wikipedia"
 SPLITS = {

@@ -16,7 +16,8 @@ from parlai_docgraph.dataset_errors import (
     DatasetFormatError,
     MissingDatasetFile,
 )
-from parlai_docgraph.tasks.docgraph.readers.wow import NO_PASSAGE, read_wow
+from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.tasks.docgraph.readers.wow import read_wow
 
 
 def _wow_datapath(datapath: Path, source: Path, name: str = "train.json") -> Path:

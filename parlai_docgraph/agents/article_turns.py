@@ -33,16 +33,15 @@ from typing import List, Optional
 
 from parlai.core.message import Message
 
-from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.graphs.knowledge_lines import KNOWLEDGE_SEPARATOR, NO_KNOWLEDGE_LINE, NO_PASSAGE
 from parlai_docgraph.graphs.movie_articles import (
     PSEUDO_LABEL_F1, PoolWords, facts_passage, flat_index, pool_lines, pseudo_label, turn_pool,
 )
 from parlai_docgraph.memo import LRUMemo
 
-NO_CHOSEN = f"{NO_PASSAGE} {NO_PASSAGE}"
 #: ParlAI's knowledge tokens (``parlai.tasks.wizard_of_wikipedia.agents``), which the
 #: ``prepend_knowledge_to_message`` mutator puts around the section before the text
-TOKEN_KNOWLEDGE, TOKEN_END_KNOWLEDGE = "__knowledge__", "__endknowledge__"
+TOKEN_END_KNOWLEDGE = "__endknowledge__"
 #: movies whose facts a copy remembers (CMU_DoG has 30)
 FACTS_MEMO = 64
 
@@ -56,7 +55,7 @@ def is_article_turn(msg) -> bool:
 def strip_knowledge_block(text: str) -> str:
     """``text`` without a leading ``__knowledge__ ... __endknowledge__`` block and the
     delimiter after it (``""`` when the block was all of it)."""
-    if not text.startswith(TOKEN_KNOWLEDGE) or TOKEN_END_KNOWLEDGE not in text:
+    if not text.startswith(KNOWLEDGE_SEPARATOR) or TOKEN_END_KNOWLEDGE not in text:
         return text
     return text.split(TOKEN_END_KNOWLEDGE, 1)[1].lstrip("\n ")
 
@@ -115,9 +114,9 @@ class ArticleTurns:
         out.force_set("checked_sentence", sentence or NO_PASSAGE)
         out.force_set("checked_sentence_index", flat_index(pool, position))
         if label_type == "chosen_sent":
-            out.force_set("label_candidates", [NO_CHOSEN] + lines)
+            out.force_set("label_candidates", [NO_KNOWLEDGE_LINE] + lines)
             if replies:
                 out.force_set(key, [lines[flat_index(pool, position)]
-                                    if position is not None else NO_CHOSEN])
+                                    if position is not None else NO_KNOWLEDGE_LINE])
         self._previous = replies[0] if replies else None
         return out

@@ -39,7 +39,7 @@ import tempfile
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.graphs.knowledge_lines import NO_KNOWLEDGE_LINE
 from parlai_docgraph.graphs.config import GraphVariant
 from parlai_docgraph.bench.cli import GOAL_MAXIMA, register_benchmark, sample_pools
 
@@ -79,7 +79,7 @@ def eval_message(pool: List[Tuple[str, List[str]]], text: str) -> Dict[str, Any]
     """A WoW-format evaluation message over ``pool`` (gold: the first sentence)."""
     lines = [f"{t} {s}" for t, sents in pool for s in sents]
     return {"text": text, "episode_done": True, "eval_labels": [lines[0]],
-            "label_candidates": [f"{NO_PASSAGE} {NO_PASSAGE}"] + lines,
+            "label_candidates": [NO_KNOWLEDGE_LINE] + lines,
             "knowledge_passages": [[t, list(s)] for t, s in pool]}
 
 

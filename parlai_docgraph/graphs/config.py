@@ -60,16 +60,19 @@ class GraphVariant(str, Enum):
         return [v.value for v in cls]
 
     @property
+    def spec(self) -> "VariantSpec":
+        """The variant's row of :data:`VARIANT_SPECS`."""
+        return VARIANT_SPECS[self]
+
+    @property
     def builder(self) -> Optional[str]:
-        """``"semantic"``, ``"multilevel"`` or ``None`` (no graph)."""
-        if self is GraphVariant.NONE:
-            return None
-        return "multilevel" if self is GraphVariant.MULTILEVEL else "semantic"
+        """The registered graph builder (:mod:`.builders`), ``None`` without a graph."""
+        return self.spec.builder
 
     @property
     def build_options(self) -> Dict[str, Any]:
         """Keyword switches of the variant's builder (a fresh dict; empty without a graph)."""
-        return dict(_SEMANTIC_OPTIONS.get(self, {}))
+        return dict(self.spec.build_options)
 
     @property
     def uses_graph(self) -> bool:
@@ -79,17 +82,39 @@ class GraphVariant(str, Enum):
     @property
     def text_only(self) -> bool:
         """Whether a model of this variant reads no node features (``paths``, ``none``)."""
-        return self in (GraphVariant.PATHS, GraphVariant.NONE)
+        return self.spec.text_only
 
 
-#: Li et al. Table 7: ``--graph-variant`` -> options of ``semantic.build_document_graph``
-#: (``paths`` uses the full graph).
-_SEMANTIC_OPTIONS: Dict[GraphVariant, Dict[str, Any]] = {
-    GraphVariant.FULL: {},
-    GraphVariant.SENTENCE: {"sentence_graph": True},
-    GraphVariant.COREF: {"role_edges": False},
-    GraphVariant.HOMOGENEOUS: {"homogeneous": True},
-    GraphVariant.PATHS: {},
+@dataclass(frozen=True)
+class VariantSpec:
+    """
+    What a ``--graph-variant`` is made of: the graph ``builder`` (a name registered in
+    :mod:`.builders`, ``None`` without a graph) and its ``build_options``; the ``selector``
+    family that scores it (registered in ``models/selector/build.py``); whether that model
+    reads node features (``text_only``: no); and which paper's node text encoding
+    ``--node-text-encoding auto`` means (``own_text`` or ``in_sentence``).
+    """
+
+    builder: Optional[str]
+    selector: str = "dialog_aware"
+    build_options: Mapping[str, Any] = field(default_factory=dict)
+    text_only: bool = False
+    node_text: str = "in_sentence"
+
+
+#: The variants, one row each: Li et al. Table 7 (builder options of
+#: ``semantic.build_document_graph``; ``paths`` reads the full graph as text), Zhang & Tan's
+#: multi-level graph, and no graph. A new variant is a member of :class:`GraphVariant` and
+#: its row here.
+VARIANT_SPECS: Dict[GraphVariant, VariantSpec] = {
+    GraphVariant.FULL: VariantSpec("semantic"),
+    GraphVariant.SENTENCE: VariantSpec("semantic", build_options={"sentence_graph": True}),
+    GraphVariant.COREF: VariantSpec("semantic", build_options={"role_edges": False}),
+    GraphVariant.HOMOGENEOUS: VariantSpec("semantic", build_options={"homogeneous": True}),
+    GraphVariant.MULTILEVEL: VariantSpec("multilevel", selector="multilevel",
+                                         node_text="own_text"),
+    GraphVariant.PATHS: VariantSpec("semantic", text_only=True),
+    GraphVariant.NONE: VariantSpec(None, text_only=True),
 }
 #: Zhang & Tan Table 3: ``--multilevel-ablation`` -> options of ``build_multilevel_graph``.
 MULTILEVEL_ABLATIONS: Dict[str, Dict[str, Any]] = {

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from parlai_docgraph.graphs.builders import BuilderSpec, builder_spec
 from parlai_docgraph.graphs.config import GraphConfig
 from parlai_docgraph.graphs.schema import SCHEMA_VERSION, DocumentGraph
 from parlai_docgraph.graphs.store import canonical_json
@@ -54,7 +55,7 @@ class GraphFactory:
         self.config = config
         self.parse_cache = None if parse_cache is None else str(parse_cache)
         self.parse_memo = parse_memo
-        self._backends: Optional[Tuple[Any, Any]] = None
+        self._backends: Optional[Tuple[Any, ...]] = None
         self.built = 0
         self.extended = 0
 
@@ -72,42 +73,25 @@ class GraphFactory:
 
     @property
     def builder(self) -> str:
-        """``"semantic"`` or ``"multilevel"``."""
+        """The builder's registered name (:mod:`.builders`): ``"semantic"``, ``"multilevel"``."""
         return str(self.config.builder)
 
-    def backends(self) -> Tuple[Any, Any]:
-        """``(parser, coref)`` of semantic graphs, created on first call (their pipelines
-        load on first use: :meth:`load`); ``(None, None)`` for multilevel graphs."""
+    @property
+    def spec(self) -> BuilderSpec:
+        """The registered :class:`~.builders.BuilderSpec` of :attr:`builder`."""
+        return builder_spec(self.builder)
+
+    def backends(self) -> Tuple[Any, ...]:
+        """The builder's backends (semantic graphs: ``(parser, coref)``, behind the parse
+        cache when one is set), created on first call; their pipelines load on first use
+        (:meth:`load`)."""
         if self._backends is None:
-            if self.builder != "semantic":
-                self._backends = (None, None)
-                return self._backends
-            from parlai_docgraph.graphs.coref import get_coref
-            from parlai_docgraph.graphs.parsers import get_parser
-
-            config = self.config
-            kwargs: Dict[str, Any] = {}
-            if config.parser == "amr":
-                kwargs = {"amr_file": config.amr_file, "model_dir": config.amr_model_dir}
-            elif self.parse_memo:
-                kwargs = {"memo_size": self.parse_memo}
-            parser = get_parser(config.parser, **kwargs)
-            if self.parse_cache:
-                from parlai_docgraph.graphs.parse_cache import CachedParser, ParseCache
-
-                parser = CachedParser(parser, ParseCache.for_store(self.parse_cache))
-            self._backends = (parser, get_coref(config.coref))
+            self._backends = self.spec.backends(self.config, self.parse_cache, self.parse_memo)
         return self._backends
 
     def descriptions(self) -> List[str]:
-        """Parser and coreference descriptions (loads the parser pipeline)."""
-        parser, coref = self.backends()
-        if self.builder == "semantic":
-            return [parser.describe(), coref.describe()]
-        from parlai_docgraph.graphs.coref import RuleCoref
-        from parlai_docgraph.graphs.parsers.dep import DepParser
-
-        return [DepParser(None).describe(), RuleCoref.version]
+        """The backends' descriptions (loads the parser pipeline)."""
+        return self.spec.descriptions(self.backends())
 
     def load(self) -> "GraphFactory":
         """Create the backends and load their pipelines now (a worker's start-up; a
@@ -122,12 +106,7 @@ class GraphFactory:
 
     def options(self) -> Dict[str, Any]:
         """The builder keyword options of this config, as they enter the key."""
-        options = self.config.build_options()
-        if self.builder == "multilevel":
-            from parlai_docgraph.graphs.multilevel import DROP_POS
-
-            options["drop_pos"] = list(DROP_POS)
-        return options
+        return self.spec.options(self.config)
 
     # ------------------------------------------------------------------ graphs
     def key(self, passages: Any) -> str:
@@ -135,37 +114,19 @@ class GraphFactory:
         from parlai_docgraph.graphs.semantic import check_passages
 
         items = check_passages(passages)
-        return graph_key(items, self.builder, self.options(), self._key_backends(items))
-
-    def _key_backends(self, items: Sequence[Tuple[str, Sequence[str]]]) -> List[str]:
-        """The backend part of a key: parser token (AMR: of these sentences) and coref."""
-        if self.builder == "semantic":
-            parser, coref = self.backends()
-            sentences = [s for _, sents in items for s in sents]
-            return [parser.cache_token(sentences), coref.describe()]
-        from parlai_docgraph.graphs.multilevel import BUILDER_VERSION
-
-        return self.descriptions() + [f"multilevel-v{BUILDER_VERSION}"]
+        return graph_key(items, self.builder, self.options(),
+                         self.spec.key_backends(self.backends(), items))
 
     def build(self, passages: Any) -> DocumentGraph:
         """Build the graph of ``passages``."""
         self.built += 1
-        if self.builder == "semantic":
-            from parlai_docgraph.graphs.semantic import build_document_graph
-
-            parser, coref = self.backends()
-            return build_document_graph(passages, parser, coref, **self.options())
-        from parlai_docgraph.graphs.multilevel import build_multilevel_graph
-
-        return build_multilevel_graph(passages, **self.config.build_options())
+        return self.spec.build(passages, self.backends(), self.config)
 
     def extend(self, graph: DocumentGraph, new_passages: Any) -> DocumentGraph:
-        """``graph`` with ``new_passages`` appended (:func:`~.semantic.extend_document_graph`;
-        semantic graphs only, ``ValueError`` otherwise)."""
-        if self.builder != "semantic":
+        """``graph`` with ``new_passages`` appended (semantic graphs:
+        :func:`~.semantic.extend_document_graph`); ``ValueError`` for a builder that cannot
+        extend."""
+        if not self.spec.extendable:
             raise ValueError(f"cannot extend a {self.builder} graph; build it whole")
-        from parlai_docgraph.graphs.semantic import extend_document_graph
-
         self.extended += 1
-        parser, coref = self.backends()
-        return extend_document_graph(graph, new_passages, parser, coref)
+        return self.spec.extend(graph, new_passages, self.backends())

@@ -12,7 +12,12 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 KNOWLEDGE_SEPARATOR = "__knowledge__"
+#: The package's one no-knowledge sentinel: the title and sentence of the candidate that says
+#: "no knowledge used" (ParlAI's WoW ``TOKEN_NOCHOSEN``), also the multi-level graph's
+#: no-passage topic and segment text.
 NO_PASSAGE = "no_passages_used"
+#: The no-knowledge candidate line, first among ParlAI's WoW ``label_candidates``.
+NO_KNOWLEDGE_LINE = f"{NO_PASSAGE} {NO_PASSAGE}"
 #: between a document's title and its section in a passage title (graphs/corpus.py)
 SECTION_SEPARATOR = " / "
 
@@ -52,8 +57,7 @@ def passages_from_lines(lines: Sequence[str], known_titles: Sequence[str] = ()) 
     every ``f"{title} {sentence}"`` still equals its line, so candidates map back exactly.
     ``--include-knowledge-separator true`` on ParlAI's teacher removes the guess.
     """
-    nochosen = f"{NO_PASSAGE} {NO_PASSAGE}"
-    rest = [line for line in lines if line.strip() and line.strip() != nochosen]
+    rest = [line for line in lines if line.strip() and line.strip() != NO_KNOWLEDGE_LINE]
     rows: List[Optional[Tuple[str, str]]] = [_split_line(line, known_titles) for line in rest]
     i = 0
     while i < len(rows):  # guess titles of the unsplit runs

@@ -22,8 +22,9 @@ Zhang & Tan (3.2) multi-level document semantic graph: topic, segment and word n
    (``topic_sentence``), ``next_sentence`` edges between adjacent segments of a passage, word
    units of equal content (case-insensitive) merged per passage (``mentions`` keeps every
    occurrence, ``text``/``span`` the first non-pronoun one), a ``self_loop`` edge on every
-   node, and (``no_passage=True``) a ``[no_passage_used]`` topic with one segment of that
-   text (an extra passage/sentence index past the real ones) for WoW's "no knowledge" choice.
+   node, and (``no_passage=True``) a topic with one segment, both of text
+   :data:`~.knowledge_lines.NO_PASSAGE` (an extra passage/sentence index past the real
+   ones), for WoW's "no knowledge" choice.
 """
 
 from __future__ import annotations
@@ -33,14 +34,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from parlai_docgraph.graphs.coref import PRONOUNS, RuleCoref
 from parlai_docgraph.graphs.parsers.base import ParsedSentence
 from parlai_docgraph.graphs.parsers.dep import load_pipeline, parse_doc
+from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
 from parlai_docgraph.graphs.schema import SCHEMA_VERSION, DocumentGraph, GraphBuilder
-
-#: bumped when a change alters the graphs built (part of the store key): 2 = conjuncts
-#: share preposition bridges
-BUILDER_VERSION = 2
 from parlai_docgraph.graphs.semantic import Passages, check_passages
 
-NO_PASSAGE = "[no_passage_used]"
+#: bumped whenever a change alters the graphs built (it is part of the store key)
+BUILDER_VERSION = 3
+
 DROP_POS: Tuple[str, ...] = ("PUNCT", "SPACE", "SYM", "DET")
 DELETE_POS = frozenset({"CCONJ", "ADP"})
 

@@ -27,6 +27,7 @@ from typing import Any, Dict, Iterable, Optional, Tuple, Union
 
 from parlai_docgraph.atomic import write_text_atomic
 from parlai_docgraph.graphs.schema import DocumentGraph, Node
+from parlai_docgraph.graphs.selection import Selection
 
 COLOURS: Dict[str, str] = {
     "passage": "#f4f4f4", "sentence": "#8fd18f", "entity": "#f6d55c", "predicate": "#7fb3e6",
@@ -271,13 +272,13 @@ def _sentence_node(graph: DocumentGraph, sentence: str) -> Optional[int]:
     return None
 
 
-def write_turn_graph(graph: DocumentGraph, path: str, selection: Dict[str, Any], user_text: str,
+def write_turn_graph(graph: DocumentGraph, path: str, selection: Selection, user_text: str,
                      reply: str) -> Path:
     """Write :func:`turn_graph_html` to ``path`` (atomically)."""
     return write_text_atomic(path, turn_graph_html(graph, selection, user_text, reply))
 
 
-def turn_graph_html(graph: DocumentGraph, selection: Dict[str, Any], user_text: str, reply: str,
+def turn_graph_html(graph: DocumentGraph, selection: Selection, user_text: str, reply: str,
                     panel: bool = False) -> str:
     """
     The HTML page of ``graph``: the selected sentence node and the nodes of the top
@@ -285,14 +286,14 @@ def turn_graph_html(graph: DocumentGraph, selection: Dict[str, Any], user_text: 
     """
     from parlai_docgraph.graphs.concept_label import concept_label
 
-    concepts = {c.lower() for c in selection.get("top_concepts") or []}
+    concepts = {c.lower() for c in selection.top_concepts}
     chosen = [n.id for n in graph.nodes if n.type != "sentence"
               and (concept_label(n.text, n.kind) or "").lower() in concepts]
-    node = _sentence_node(graph, selection.get("sentence") or "")
+    node = _sentence_node(graph, selection.sentence) if selection.uses_knowledge else None
     if node is not None:
         chosen.append(node)
-    caption = (f"user: {user_text} | selected: {selection.get('sentence')} | "
-               f"concepts: {', '.join(selection.get('top_concepts') or []) or '-'} | "
+    caption = (f"user: {user_text} | selected: {selection.sentence} | "
+               f"concepts: {', '.join(selection.top_concepts) or '-'} | "
                f"reply: {reply}")
     return render_html(graph, selected=chosen, title="docgraph: last turn", caption=caption,
                        panel=panel)

@@ -11,6 +11,7 @@ import os
 from typing import Any, Tuple
 
 from parlai_docgraph import assets
+from parlai_docgraph.graphs.config import GraphVariant
 from parlai_docgraph.models import hub
 
 MINILM = "minilm-l6"
@@ -115,5 +116,5 @@ def own_text_types(opt: Any) -> Tuple[str, ...]:
     (models saved before the option: ``in_sentence``)."""
     mode = opt.get("node_text_encoding") or "in_sentence"
     if mode == "auto":
-        mode = "own_text" if opt.get("graph_variant") == "multilevel" else "in_sentence"
+        mode = GraphVariant.parse(opt.get("graph_variant") or "full").spec.node_text
     return OWN_TEXT_TYPES if mode == "own_text" else ()

@@ -58,10 +58,11 @@ from parlai_docgraph.tasks.docgraph.build import cmu_dog_folder
 from parlai_docgraph.tasks.docgraph.graphs import GraphAttachMixin
 from parlai_docgraph.tasks.docgraph.install import BUILT_SPLITS, split_ids_digest
 from parlai_docgraph.tasks.docgraph.readers import cmu_dog as reader
-from parlai_docgraph.tasks.docgraph.readers.wow import NO_PASSAGE, KnowledgeTurn
-from parlai_docgraph.tasks.docgraph.wow import (
+from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.tasks.docgraph.knowledge_teacher import (
     TurnCounts, add_knowledge_label_args, episode_messages, log_turn_counts, uses_knowledge,
 )
+from parlai_docgraph.tasks.docgraph.readers.turns import KnowledgeTurn
 
 
 def add_cmu_dog_args(parser: ParlaiParser, partial_opt: Optional[Opt] = None) -> None:

@@ -46,7 +46,7 @@ from parlai_docgraph.graphs.retrieval import DEFAULT_BUDGET, DocumentIndex
 from parlai_docgraph.jsonio import iter_jsonl
 
 from parlai_docgraph.tasks.docgraph.base import DocgraphDialogTeacher
-from parlai_docgraph.tasks.docgraph.wow import add_knowledge_label_args, pool_message
+from parlai_docgraph.tasks.docgraph.knowledge_teacher import add_knowledge_label_args, pool_message
 
 DOCQA = Path(__file__).resolve().parent / "sample_data" / "docqa"
 # the package's assets, wherever ``tasks/`` lives (an editable install keeps the repository

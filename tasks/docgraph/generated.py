@@ -16,7 +16,7 @@ from parlai.core.opt import Opt
 
 from parlai_docgraph.tasks.docgraph.base import DocgraphDialogTeacher
 from parlai_docgraph.tasks.docgraph.graphs import GraphAttachMixin
-from parlai_docgraph.tasks.docgraph.wow import pool_message
+from parlai_docgraph.tasks.docgraph.knowledge_teacher import pool_message
 
 
 @dataclass

@@ -4,7 +4,7 @@ Holl-E teacher: ``docgraph:holle`` and ``docgraph:holle:multi``.
 Reads the official ``main_data`` files from ``<datapath>/holl_e/`` (train
 ``train_data.json``, valid ``dev_data.json``, test ``test_data.json``) and converts them
 the way SKT does (see :mod:`.readers.holle`). Messages carry the fields of the WoW
-teachers (:func:`.wow.knowledge_message`): ``text``, ``labels``, ``chosen_topic`` (the
+teachers (:func:`.knowledge_teacher.knowledge_message`): ``text``, ``labels``, ``chosen_topic`` (the
 movie), ``knowledge``, ``title`` (``plot`` / ``review`` / ``comments`` /
 ``fact_table`` or ``no_passages_used``; with ``--holle-title movie`` the movie name, as
 SKT writes every knowledge line), ``checked_sentence``, ``knowledge_passages``,
@@ -29,8 +29,11 @@ from parlai_docgraph.tasks.docgraph.graphs import GraphAttachMixin
 from parlai_docgraph.tasks.docgraph.build import raw_file
 from parlai_docgraph.tasks.docgraph.candidates import add_candidate_args, example_rng, sample_candidates
 from parlai_docgraph.tasks.docgraph.readers.holle import HolleStats, read_holle, read_multi_reference
-from parlai_docgraph.tasks.docgraph.readers.wow import NO_PASSAGE, KnowledgeTurn
-from parlai_docgraph.tasks.docgraph.wow import TurnCounts, add_knowledge_label_args, episode_messages, log_turn_counts
+from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.tasks.docgraph.knowledge_teacher import (
+    TurnCounts, add_knowledge_label_args, episode_messages, log_turn_counts,
+)
+from parlai_docgraph.tasks.docgraph.readers.turns import KnowledgeTurn
 
 SPLIT_FILES = {"train": "train_data.json", "valid": "dev_data.json", "test": "test_data.json"}
 MULTI_FILE = "multi_reference_test.json"

@@ -60,7 +60,7 @@ from parlai.core.opt import Opt
 from parlai.core.params import ParlaiParser
 
 from parlai_docgraph.tasks.docgraph.generated import GeneratedTaskTeacher, GeneratedTurn
-from parlai_docgraph.tasks.docgraph.wow import add_knowledge_label_args
+from parlai_docgraph.tasks.docgraph.knowledge_teacher import add_knowledge_label_args
 
 #: version of the generator; bump when a change alters the examples of a seed
 GENERATOR_VERSION = 1

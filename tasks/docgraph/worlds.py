@@ -30,7 +30,7 @@ from parlai.core.worlds import validate
 from parlai.tasks.interactive.worlds import InteractiveWorld as _ParlaiInteractiveWorld
 from parlai.tasks.self_chat.worlds import SelfChatWorld as _ParlaiSelfChatWorld
 
-from parlai_docgraph.tasks.docgraph.readers.wow import NO_PASSAGE
+from parlai_docgraph.graphs.knowledge_lines import NO_KNOWLEDGE_LINE
 
 Topic = Tuple[str, List[List]]
 
@@ -135,7 +135,7 @@ class _TopicWorld:
         act.force_set("knowledge_passages", passages)
         act.force_set("chosen_topic", name)
         act.force_set("knowledge", "".join(line + "\n" for line in lines))
-        act.force_set("label_candidates", [f"{NO_PASSAGE} {NO_PASSAGE}"] + lines)
+        act.force_set("label_candidates", [NO_KNOWLEDGE_LINE] + lines)
         return act
 
 

@@ -34,9 +34,11 @@ Eq. 9) with any Hugging Face causal LM.
   ``rouge_1``, ``rouge_2``, ``rouge_L``; with several references (Holl-E's
   ``multi_eval_labels``, or several ``eval_labels``) all three are those of the reference
   with the best ROUGE-1 (torchmetrics' ``accumulate="best"``, as Li et al. report).
-* Selected knowledge: a message may carry ``selected_knowledge`` (``{"title", "sentence"}``,
-  set by the ``-m docgraph`` pipeline after its selector ran). Loss and ``ppl`` still use
-  the gold knowledge (teacher forcing); generation then reads the *selected* sentence.
+* Selected knowledge: a message may carry ``selected_knowledge`` (a
+  :class:`~parlai_docgraph.graphs.selection.Selection`, set by the ``-m docgraph`` pipeline
+  after its selector ran). Loss and ``ppl`` still use the gold knowledge (teacher forcing);
+  generation then reads the *selected* sentence. A message with nothing to score comes
+  ``awaiting_selection``: its one prompt is built when the selection is known.
 * Streaming: set :attr:`GPT2ResponderAgent.reply_streamer` (a ``transformers`` streamer,
   e.g. :class:`parlai_docgraph.models.responder.streaming.ReplyStreamer`) and the next
   generation for a batch of one hands it each reply token as it is chosen (the web chat
@@ -188,7 +190,13 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
         context = self.dict.txt2vec(history_string)
         turns = list(history.history_strings) if history is not None and history.history_strings else [history_string]
         responder = self._responder()
-        prompt = self.build_prompt(knowledge_text(obs, self.knowledge_title()), history_string, turns)
+        if obs.get("awaiting_selection"):
+            # the knowledge is not known yet: the prompt is built once, when it is
+            # (_generation_prompt); text_vec holds the context for ParlAI's batch
+            prompt = context
+        else:
+            prompt = self.build_prompt(knowledge_text(obs, self.knowledge_title()),
+                                       history_string, turns)
         obs.force_set("full_text", history_string)
         obs.force_set("history_turns", turns)
         obs.force_set("context_original_length", len(context))
@@ -242,11 +250,11 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
         return self.opt.get("knowledge_title", "prefix") == "prefix"
 
     def _knowledge(self, ex) -> str:
-        """The knowledge the reply answers from: the pipeline's selection, else the message's."""
+        """The knowledge the reply answers from: the pipeline's
+        :class:`~parlai_docgraph.graphs.selection.Selection`, else the message's."""
         selected = ex.get("selected_knowledge")
-        if selected:
-            return format_knowledge(selected.get("title"), selected.get("sentence"),
-                                    self.knowledge_title())
+        if selected is not None:
+            return format_knowledge(selected.title, selected.sentence, self.knowledge_title())
         return knowledge_text(ex, self.knowledge_title())
 
     def earlier_reply_block(self, ex) -> Dict:
@@ -265,10 +273,12 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
 
     def _generation_prompt(self, ex) -> List[int]:
         """
-        The prompt generation reads: the message's ``text_vec`` (gold knowledge), or, when
-        the pipeline set ``selected_knowledge``, the same context with that sentence.
+        The prompt generation reads: the message's ``text_vec`` (its own knowledge), or,
+        for a message of the pipeline (``selected_knowledge``, or ``awaiting_selection``
+        where its ``text_vec`` holds the context only), the same context with the selected
+        sentence, built here and only here.
         """
-        if not ex.get("selected_knowledge"):
+        if ex.get("selected_knowledge") is None and not ex.get("awaiting_selection"):
             return [int(i) for i in ex["text_vec"]]
         knowledge = self._knowledge(ex)
         history_string = ex.get("full_text") or ex.get("text") or ""

@@ -271,9 +271,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
             gold=batch.gold if with_gold else None,
             generator=self._gen,
             relevance=batch.get("graph_relevance"),
-            **({"node_passage": batch.get("graph_node_passage"),
-                "no_passage_index": batch.get("no_passage_index")}
-               if self.opt["graph_variant"] == GraphVariant.MULTILEVEL else {}),
+            **{arg: batch.get(key) for arg, key in self.selector.batch_inputs.items()},
         )
         return out
 
@@ -309,12 +307,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         return scores
 
     def _loss(self, batch, out):
-        selector = self.selector
-        if self.opt["graph_variant"] == GraphVariant.MULTILEVEL:
-            return selector.loss(out)  # Eq. 6's word targets came with the forward pass
-        if not selector.use_concepts:
-            return selector.loss(out, None)
-        return selector.loss(out, batch.get("concept_label"), batch.get("concept2example"))
+        return self.selector.batch_loss(out, batch)
 
     def _record_losses(self, batch, out, parts) -> None:
         from parlai_docgraph.models.selector.common import segment_log_softmax
@@ -329,9 +322,7 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
         self.record_local_metric(
             "loss", AverageMetric.many([combine(v, n) for v, n in zip(per_example, aux)]))
         if self.selector.use_concepts:
-            multilevel = self.opt["graph_variant"] == GraphVariant.MULTILEVEL
-            name = "word_loss" if multilevel else "concept_loss"
-            self.record_local_metric(name, AverageMetric.many(aux))
+            self.record_local_metric(self.selector.aux_loss_name, AverageMetric.many(aux))
 
     def train_step(self, batch):
         if batch.batchsize == 0 or batch.get("cand_input_ids") is None:
@@ -378,4 +369,4 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                 for name, values in (found or {}).items():
                     self.record_local_metric(name, values)
         return Output(r["preds"], r["cands"], candidate_scores=r["scores"],
-                      top_concepts=concepts)
+                      top_concepts=concepts, selected_candidate=r["chosen"])

@@ -41,24 +41,9 @@ def add_selector_args(parser: ParlaiParser) -> None:
         "it are added to that turn's graph as extra passages, so each has its own "
         "sentence node); per_turn: the episode's pools so far, the graph "
         "extended (extend_document_graph) as new passages arrive")
-    group.add_argument("--word-loss-alpha", type=float, default=0.5,
-                       help="multilevel: alpha of Zhang & Tan Eq. 9, L = alpha L_know + "
-                       "(1 - alpha) L_word, in (0, 1]: 0.5 = the full model (paper), "
-                       "1 = the Table 2 '+ Graph' row (no word-node task)")
     add_input_format_args(group)
-    group.add_argument("--gat-hidden", type=int, default=128,
-                       help="multilevel: GAT hidden size per head (paper: 128)")
-    group.add_argument("--gat-heads", type=int, default=3,
-                       help="multilevel: GAT attention heads (paper: WoW 3, Holl-E 4)")
-    group.add_argument("--gat-layers", type=int, default=2,
-                       help="multilevel: GAT layers (paper: WoW 2, Holl-E 1)")
-    group.add_argument("--path-hops", type=int, default=2,
-                       help="paths: breadth-first hops from a candidate's concepts along "
-                       "role and coreference edges (the paper gives no limit)")
-    group.add_argument("--path-max-tuples", type=int, default=10,
-                       help="paths: at most this many tuples per candidate, in BFS order "
-                       "(the paper gives no limit; 0: no cap). The path text is also cut "
-                       "to half of --pair-truncate so the candidate is never dropped")
+    add_multilevel_args(group)
+    add_paths_args(group)
     group.add_argument(
         "--encoder-model", type=str, default=MINILM,
         help="context/sentence encoder (Eq. 1) and, frozen, node-feature encoder: "
@@ -67,6 +52,52 @@ def add_selector_args(parser: ParlaiParser) -> None:
         "a hub name (needs the hub or its cache)")
     add_pooling_arg(group)
     add_node_text_arg(group)
+    add_egat_args(group)
+    add_context_args(group)
+    add_cache_args(group)
+    group.add_argument(
+        "--node-relevance", type="bool", default=True,
+        help="add each document node's relevance to the last turn to its initial state "
+        "through a small MLP trained at --graph-learningrate: a frozen bi-encoder cosine (the "
+        "turn and the node's text encoded separately by the frozen node encoder, "
+        "mean-pooled), standardised over the example's graph, so the graph carries which "
+        "concepts and sentences match the turn to the candidates (variants full, sentence, "
+        "coref, homogeneous, multilevel). Not QA-GNN's relevance scoring, which runs the LM "
+        "over the concatenated context and node text; neither paper has such a term: false "
+        "= Li et al.'s and Zhang & Tan's models (every paper recipe sets it)")
+    add_learning_rate_args(group)
+    add_prior_args(group)
+    group.add_argument("--shuffle-candidates", type="bool", default=True,
+                       help="shuffle candidate order in training so order never leaks "
+                       "the label (ParlAI#1570)")
+
+
+def add_multilevel_args(group: Any) -> None:
+    """Register Zhang & Tan's model options: ``--word-loss-alpha`` and ``--gat-*``."""
+    group.add_argument("--word-loss-alpha", type=float, default=0.5,
+                       help="multilevel: alpha of Zhang & Tan Eq. 9, L = alpha L_know + "
+                       "(1 - alpha) L_word, in (0, 1]: 0.5 = the full model (paper), "
+                       "1 = the Table 2 '+ Graph' row (no word-node task)")
+    group.add_argument("--gat-hidden", type=int, default=128,
+                       help="multilevel: GAT hidden size per head (paper: 128)")
+    group.add_argument("--gat-heads", type=int, default=3,
+                       help="multilevel: GAT attention heads (paper: WoW 3, Holl-E 4)")
+    group.add_argument("--gat-layers", type=int, default=2,
+                       help="multilevel: GAT layers (paper: WoW 2, Holl-E 1)")
+
+def add_paths_args(group: Any) -> None:
+    """Register the Graph Paths baseline's ``--path-hops`` and ``--path-max-tuples``."""
+    group.add_argument("--path-hops", type=int, default=2,
+                       help="paths: breadth-first hops from a candidate's concepts along "
+                       "role and coreference edges (the paper gives no limit)")
+    group.add_argument("--path-max-tuples", type=int, default=10,
+                       help="paths: at most this many tuples per candidate, in BFS order "
+                       "(the paper gives no limit; 0: no cap). The path text is also cut "
+                       "to half of --pair-truncate so the candidate is never dropped")
+
+def add_egat_args(group: Any) -> None:
+    """Register Li et al.'s EGAT and loss options (``--selector-*``, ``--type-dim``,
+    ``--share-layers``, ``--num-negatives``, ``--concept-loss-*``)."""
     group.add_argument("--selector-hidden", type=int, default=200,
                        help="hidden size of the graph layers and heads (paper: 200)")
     group.add_argument("--selector-layers", type=int, default=2,
@@ -94,6 +125,9 @@ def add_selector_args(parser: ParlaiParser) -> None:
                        "size; models trained before this option existed)")
     group.add_argument("--selector-dropout", type=float, default=0.0,
                        help="dropout on EGAT attention coefficients")
+
+def add_context_args(group: Any) -> None:
+    """Register ``--context-turns`` and ``--pair-truncate``: what of the dialogue a pair reads."""
     group.add_argument("--context-turns", type=int, default=2,
                        help="dialogue context x of Eq. 1: the last N utterances of the "
                        "history (lines; a WoW chosen_sent message is the previous wizard "
@@ -101,6 +135,10 @@ def add_selector_args(parser: ParlaiParser) -> None:
     group.add_argument("--pair-truncate", type=int, default=256,
                        help="token limit of each [sentence; dialogue context] pair; "
                        "the oldest context tokens are cut first")
+
+def add_cache_args(group: Any) -> None:
+    """Register where graphs and node features are kept: ``--graph-cache``,
+    ``--graph-memo-size``, ``--embed-cache``."""
     group.add_argument("--graph-cache", type=str, default="store",
                        choices=["store", "memory"],
                        help="store: keep built graphs in a GraphStore under "
@@ -113,22 +151,6 @@ def add_selector_args(parser: ParlaiParser) -> None:
                        help="keep the frozen node-encoder states on disk under "
                        "<datapath>/docgraph_cache/embeddings (keyed by encoder and text; "
                        "later runs load instead of encoding)")
-    group.add_argument(
-        "--node-relevance", type="bool", default=True,
-        help="add each document node's relevance to the last turn to its initial state "
-        "through a small MLP trained at --graph-learningrate: a frozen bi-encoder cosine (the "
-        "turn and the node's text encoded separately by the frozen node encoder, "
-        "mean-pooled), standardised over the example's graph, so the graph carries which "
-        "concepts and sentences match the turn to the candidates (variants full, sentence, "
-        "coref, homogeneous, multilevel). Not QA-GNN's relevance scoring, which runs the LM "
-        "over the concatenated context and node text; neither paper has such a term: false "
-        "= Li et al.'s and Zhang & Tan's models (every paper recipe sets it)")
-    add_learning_rate_args(group)
-    add_prior_args(group)
-    group.add_argument("--shuffle-candidates", type="bool", default=True,
-                       help="shuffle candidate order in training so order never leaks "
-                       "the label (ParlAI#1570)")
-
 
 def add_input_format_args(group: Any) -> None:
     """Register ``--input-format`` on an argument group."""

@@ -20,7 +20,7 @@ from typing import List, Optional, Sequence, Set
 from parlai.core.message import Message
 
 from parlai_docgraph.graphs.knowledge_lines import (
-    NO_PASSAGE, Passages, candidate_sentence_text, passages_from_lines,
+    NO_KNOWLEDGE_LINE, NO_PASSAGE, Passages, candidate_sentence_text, passages_from_lines,
 )
 
 def message_passages(obs: Message) -> Passages:
@@ -38,7 +38,7 @@ def message_passages(obs: Message) -> Passages:
     if isinstance(knowledge, str) and knowledge.strip():
         return passages_from_lines(knowledge.split("\n"), known)
     cands = obs.get("label_candidates")
-    if cands and any(c.strip() != f"{NO_PASSAGE} {NO_PASSAGE}" for c in cands):
+    if cands and any(c.strip() != NO_KNOWLEDGE_LINE for c in cands):
         return passages_from_lines(list(cands), known)
     raise ValueError(
         "GraphSelectorAgent needs the knowledge pool of each message: 'knowledge_passages' "

@@ -47,7 +47,7 @@ from parlai_docgraph.agents.base import fill_saved_opt, qualified_name
 from parlai_docgraph.graphs.corpus import Pool as Passages
 from parlai_docgraph.graphs.store import default_store_root
 from parlai_docgraph.graphs.retrieval import DocumentIndex, retrieval_summary
-from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.graphs.selection import Selection
 from parlai_docgraph.agents.pipeline.args import (
     add_part_args, add_pipeline_args, document_retriever,
 )
@@ -106,7 +106,7 @@ class DocgraphAgent(Agent):
         else:
             self.selector = self._build_part("selector")
             self.responder = self._build_part("responder")
-        self.last_selection: Optional[Dict[str, Any]] = None
+        self.last_selection: Optional[Selection] = None
         # a copy (clone(), self_chat's partner, a web session) talks about the same
         # documents: it forks the index (no second read)
         cache_root = (str(default_store_root(opt["datapath"]).parent)
@@ -245,7 +245,11 @@ class DocgraphAgent(Agent):
                     self.reset()
                 self.observation = Message({**answered, "docgraph_answered": True})
                 return self.observation
-        resp_obs = self.responder.observe(msg.copy())
+        resp_msg = msg.copy()
+        if not any(k in msg for k in ("labels", "eval_labels")):
+            # nothing to score: the responder's one prompt waits for the selection
+            resp_msg["awaiting_selection"] = True
+        resp_obs = self.responder.observe(resp_msg)
         context = resp_obs.get("full_text") if resp_obs is not None else None
         if self.opt.get("interactive_mode") and resp_obs is not None \
                 and resp_obs.get("context_truncate_rate") and not self._told_history_cut:
@@ -290,10 +294,10 @@ class DocgraphAgent(Agent):
                                 raw.get("text", ""), reply.get("text", ""))
         reply["graph_file"] = str(path)
 
-    #: optional hook (the web chat streams with it): called with the selection
-    #: (:func:`.messages.read_selection`) of a one-message batch outside training, after
-    #: the selector ran and before the responder generates
-    on_selection: Optional[Callable[[Dict[str, Any]], None]] = None
+    #: optional hook (the web chat streams with it): called with the
+    #: :class:`~parlai_docgraph.graphs.selection.Selection` of a one-message batch outside
+    #: training, after the selector ran and before the responder generates
+    on_selection: Optional[Callable[[Selection], None]] = None
 
     def batch_act(self, observations: List[Message]) -> List[Message]:
         raws = [o.get("docgraph_raw", {}) if o else {} for o in observations]
@@ -308,30 +312,28 @@ class DocgraphAgent(Agent):
         if not training:
             for obs, sel in zip(resp_obs, selections):
                 if obs is not None and "text_vec" in obs:
-                    obs.force_set("selected_knowledge",
-                                  {"title": sel["title"], "sentence": sel["sentence"]})
+                    obs.force_set("selected_knowledge", sel)
         resp_replies = self.responder.batch_act(resp_obs)
         replies = []
         for raw, sel, srep, rrep in zip(raws, selections, sel_replies, resp_replies):
             reply = Message({"id": self.getID(), "episode_done": False})
             if rrep.get("text") is not None:
                 reply["text"] = rrep["text"]
-            if not training and self.opt["reply_mode"] == "extract" \
-                    and sel["sentence"] != NO_PASSAGE:
+            if not training and self.opt["reply_mode"] == "extract" and sel.uses_knowledge:
                 reply["generated_text"] = reply.get("text")
-                reply.force_set("text", sel["sentence"])
+                reply.force_set("text", sel.sentence)
             elif not training and self.opt["reply_keeps_answer"] and reply.get("text") \
-                    and sel["sentence"] != NO_PASSAGE:
-                dropped = dropped_words(reply["text"], sel["sentence"],
+                    and sel.uses_knowledge:
+                dropped = dropped_words(reply["text"], sel.sentence,
                                         last_turn(raw.get("text") or ""))
                 if dropped:  # the reply lost part of the answer: the sentence itself
                     reply["generated_text"] = reply["text"]
                     reply["answer_dropped"] = dropped
-                    reply.force_set("text", sel["sentence"])
+                    reply.force_set("text", sel.sentence)
             if raw.get("knowledge_passages") is not None or raw.get("knowledge"):
-                reply["selected_title"] = sel["title"]
-                reply["selected_sentence"] = sel["sentence"]
-                reply["top_concepts"] = sel["top_concepts"]
+                reply["selected_title"] = sel.title
+                reply["selected_sentence"] = sel.sentence
+                reply["top_concepts"] = list(sel.top_concepts)
             metrics = merge_metrics(rrep.get("metrics"), srep.get("metrics"))
             if metrics:
                 reply["metrics"] = metrics

@@ -19,10 +19,10 @@ from parlai.core.message import Message
 from parlai.core.opt import Opt
 
 from parlai_docgraph.agents.graph_selector.messages import message_passages
-from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.graphs.knowledge_lines import NO_KNOWLEDGE_LINE, NO_PASSAGE
+from parlai_docgraph.graphs.selection import Selection
 from parlai_docgraph.textnorm import clean_text, replaced_note
 
-NO_CHOSEN = f"{NO_PASSAGE} {NO_PASSAGE}"
 #: the note that answers a chat message asking to load a file
 LOAD_REFUSED = ("no chat message opens a file: documents come from --documents when the chat "
                 "starts (the web chat: its Upload button or a pasted document)")
@@ -60,7 +60,7 @@ def gold_line(msg: Any) -> Optional[str]:
     if not sentence and not title:
         return None
     if not sentence or sentence == NO_PASSAGE or title == NO_PASSAGE:
-        return NO_CHOSEN
+        return NO_KNOWLEDGE_LINE
     return f"{title} {sentence}" if title else sentence
 
 
@@ -73,7 +73,7 @@ def selector_message(msg: Message, context: Optional[str]) -> Message:
     out = Message({k: v for k, v in msg.items() if k not in LABEL_KEYS + ("label_candidates",)})
     lines = knowledge_lines(msg)
     if lines:
-        out["label_candidates"] = [NO_CHOSEN] + [line for line, _, _ in lines]
+        out["label_candidates"] = [NO_KNOWLEDGE_LINE] + [line for line, _, _ in lines]
     gold = gold_line(msg)
     for key in LABEL_KEYS:
         if key in msg and gold is not None:
@@ -83,25 +83,18 @@ def selector_message(msg: Message, context: Optional[str]) -> Message:
     return out
 
 
-def read_selection(msg: Any, reply: Any) -> Dict[str, Any]:
+def read_selection(msg: Any, reply: Any) -> Selection:
     """
-    ``{"title", "sentence", "line", "top_concepts", "scores"}`` of the selector's reply to
-    ``msg``: the chosen candidate line mapped back to its passage title and sentence
-    (``no_passages_used`` for the no-knowledge candidate or no reply).
+    The :class:`~parlai_docgraph.graphs.selection.Selection` of the selector's reply to
+    ``msg``: its ``selected_candidate`` (the position among the candidates
+    :func:`selector_message` gave it) located in the message's pool; the no-knowledge
+    selection for that candidate, for no reply, or for a message without a pool.
     """
-    line = (reply or {}).get("text") or ""
-    title, sentence = NO_PASSAGE, NO_PASSAGE
-    for cand, t, s in knowledge_lines(msg):
-        if cand == line:
-            title, sentence = t, s
-            break
-    return {
-        "title": title,
-        "sentence": sentence,
-        "line": line,
-        "top_concepts": list((reply or {}).get("top_concepts") or []),
-        "scores": (reply or {}).get("candidate_scores"),
-    }
+    reply = reply or {}
+    pool = message_passages(msg) if knowledge_lines(msg) else []
+    return Selection.from_candidate(pool, reply.get("selected_candidate"),
+                                    reply.get("candidate_scores"),
+                                    reply.get("top_concepts") or ())
 
 
 def merge_metrics(responder: Optional[Dict], selector: Optional[Dict]) -> Dict[str, Any]:

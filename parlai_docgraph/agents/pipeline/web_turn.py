@@ -22,8 +22,8 @@ from typing import Any, Callable, Dict
 
 from parlai.core.message import Message
 
-from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
 from parlai_docgraph.graphs.render import turn_graph_html
+from parlai_docgraph.graphs.selection import Selection
 from parlai_docgraph.models.responder.streaming import ReplyStreamer
 from parlai_docgraph.textnorm import clean_text
 
@@ -40,11 +40,11 @@ def stream_turn(agent: Any, text: str, emit: Emit, should_stop: Callable[[], boo
     responder = agent.responder
     generate = agent.opt["reply_mode"] != "extract"
 
-    def on_selection(selection: Dict[str, Any]) -> None:
-        if agent.documents and selection["sentence"] != NO_PASSAGE:
-            emit({"event": "selection", "selected_sentence": selection["sentence"],
-                  "selected_title": selection["title"],
-                  "top_concepts": list(selection.get("top_concepts") or [])})
+    def on_selection(selection: Selection) -> None:
+        if agent.documents and selection.uses_knowledge:
+            emit({"event": "selection", "selected_sentence": selection.sentence,
+                  "selected_title": selection.title,
+                  "top_concepts": list(selection.top_concepts)})
 
     streamer = ReplyStreamer(
         responder.dict.vec2txt, should_stop=should_stop,

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence
 
+from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+
 SETTINGS = ("auto", "true", "false")
 #: ``--chat-prompt``: where the knowledge goes (module docstring)
 LAYOUTS = ("system", "fact")
 FACT_INSTRUCTION = "Reply in one sentence, using the fact."
-NO_KNOWLEDGE = "no_passages_used"
 _PROBE = "\u2063reply\u2063"  # a content string no template rewrites
 
 
@@ -108,7 +109,7 @@ def chat_prompt(
         kept, roles = kept[1:], roles[1:]
     dialogue = [{"role": r, "content": t} for r, t in zip(roles, kept)]
     if layout == "fact":
-        if knowledge.strip() and knowledge.strip() != NO_KNOWLEDGE and dialogue:
+        if knowledge.strip() and knowledge.strip() != NO_PASSAGE and dialogue:
             last = dialogue[-1]["content"]
             dialogue[-1] = {"role": "user",
                             "content": f"Fact: {knowledge}\n{last}\n{FACT_INSTRUCTION}"}

@@ -80,13 +80,8 @@ def collate_examples(
     sents = [candidate_sentences(pool, cands) for pool, cands in zip(passages, candidates)]
     texts = [list(c) for c in candidates]
     if graphs is not None and provider.config.variant is GraphVariant.PATHS:
-        from parlai_docgraph.graphs.paths import linearized_paths
-
-        for b, eg in enumerate(graphs):
-            for i, s in enumerate(sents[b]):
-                paths = (linearized_paths(eg.graph, s, path_hops, path_max_tuples)
-                         if s >= 0 else "")
-                texts[b][i] = with_paths(texts[b][i], paths, tokenizer, max_length // 2)
+        texts = _with_graph_paths(graphs, sents, texts, tokenizer, max_length // 2, path_hops,
+                                  path_max_tuples)
     flat_cands = [c for cands in texts for c in cands]
     flat_ctx = [ctx for ctx, cands in zip(contexts, candidates) for _ in cands]
     enc = encode_candidates(tokenizer, flat_cands, flat_ctx, max_length, input_format)
@@ -101,6 +96,29 @@ def collate_examples(
     if graphs is None or graphs[0].x is None:
         out["cand_node"] = torch.zeros(len(flat_cands), dtype=torch.long)
         return out
+    out.update(_graph_fields(provider, graphs, sents, gold, questions))
+    return out
+
+
+def _with_graph_paths(graphs: Sequence[Any], sents: Sequence[Sequence[int]],
+                      texts: List[List[str]], tokenizer: Any, budget: int, path_hops: int,
+                      path_max_tuples: Optional[int]) -> List[List[str]]:
+    """The ``paths`` baseline's candidate texts: each sentence followed by the linearized
+    paths of its graph, cut to ``budget`` tokens."""
+    from parlai_docgraph.graphs.paths import linearized_paths
+
+    for b, eg in enumerate(graphs):
+        for i, s in enumerate(sents[b]):
+            paths = linearized_paths(eg.graph, s, path_hops, path_max_tuples) if s >= 0 else ""
+            texts[b][i] = with_paths(texts[b][i], paths, tokenizer, budget)
+    return texts
+
+
+def _graph_fields(provider: GraphProvider, graphs: Sequence[Any], sents: Sequence[Sequence[int]],
+                  gold: Sequence[int], questions: Optional[Sequence[str]]) -> Dict[str, Any]:
+    """The node-feature fields of :func:`collate_examples` (``graph_*``, ``cand_node``,
+    ``concept_*``, ``no_passage_index``, ``graph_relevance``) over the disjoint union of the
+    examples' graphs."""
     # the disjoint union of the examples' graphs: the one collate of the selector models
     union = collate_graphs([eg.tensors for eg in graphs], [eg.x for eg in graphs],
                            [{"node_passage": eg.node_passage} for eg in graphs])
@@ -124,7 +142,7 @@ def collate_examples(
                               for i in ids])
         c2e += [b] * len(ids)
         no_passage.append(offset + eg.no_passage_node)
-    out.update(
+    out: Dict[str, Any] = dict(
         graph_x=union["x"], graph_edge_index=union["edge_index"],
         graph_node_type=union["node_type"], graph_edge_type=union["edge_type"],
         graph_node_passage=union["node_passage"],

@@ -6,7 +6,7 @@ Li et al. (2.2) dialog-aware graph knowledge selector: context nodes (Eq. 1), EG
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, FrozenSet, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -186,6 +186,19 @@ class DialogAwareSelector(nn.Module):
                 self.convs.append(EGATConv(hidden, n_types, e_types, type_dim, heads, dropout))
         if self.use_concepts:
             self.concept_head = _mlp(hidden, hidden, 1)
+
+    #: batch fields :meth:`forward` reads besides the common ones (none)
+    batch_inputs: Dict[str, str] = {}
+    #: the metric name of the auxiliary loss (Eq. 7's concept loss)
+    aux_loss_name = "concept_loss"
+
+    def batch_loss(self, out: SelectorOutput,
+                   batch: Mapping[str, Any]) -> Tuple[Tensor, Dict[str, Tensor]]:
+        """Eq. 8 of a batch (:meth:`loss`), with its concept labels where the variant has
+        concepts."""
+        if not self.use_concepts:
+            return self.loss(out, None)
+        return self.loss(out, batch.get("concept_label"), batch.get("concept2example"))
 
     @property
     def concept_metrics(self) -> bool:

@@ -6,7 +6,7 @@ Zhang & Tan (2023) multi-level selector with the batch interface of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import torch
 from torch import Tensor, nn
@@ -51,6 +51,10 @@ class MultiLevelSelector(nn.Module):
     use_graph = True
     use_concepts = True  # word-node scores stand in for concepts (``top_concepts``)
     concept_metrics = False  # Zhang & Tan Table 2 reports accuracy only
+    #: batch fields :meth:`forward` reads besides the common ones (argument -> batch key)
+    batch_inputs = {"node_passage": "graph_node_passage", "no_passage_index": "no_passage_index"}
+    #: the metric name of the auxiliary loss (Eq. 8's word-node loss)
+    aux_loss_name = "word_loss"
 
     def __init__(
         self, node_dim: int, hidden: int = 128, heads: int = 3, num_layers: int = 2,
@@ -112,6 +116,11 @@ class MultiLevelSelector(nn.Module):
         return MultiLevelSelectorOutput(
             out.segment_logits, keep, cand2example, gold_flat, w[:, 1] - w[:, 0],
             num_examples, offset, w, mask, label)
+
+    def batch_loss(self, out: MultiLevelSelectorOutput,
+                   batch: Mapping[str, Any]) -> Tuple[Tensor, Dict[str, Tensor]]:
+        """Eq. 9 of a batch (:meth:`loss`: the word-node targets came with ``out``)."""
+        return self.loss(out)
 
     def loss(self, out: MultiLevelSelectorOutput) -> Tuple[Tensor, Dict[str, Tensor]]:
         """Eq. 9 (means over examples / S'); parts ``loss_c`` (Eq. 7), ``loss_n`` (Eq. 8).

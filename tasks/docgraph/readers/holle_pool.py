@@ -9,7 +9,8 @@ import re
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from parlai_docgraph.tasks.docgraph.readers.holle_spans import PUNCS_RE, SpanMatch, match_span
-from parlai_docgraph.tasks.docgraph.readers.wow import NO_PASSAGE, Passage
+from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
+from parlai_docgraph.tasks.docgraph.readers.turns import Passage
 
 #: ``labels`` value -> source passage title; 4 means no knowledge
 LABEL_SOURCES: Dict[int, str] = {0: "plot", 1: "review", 2: "comments", 3: "fact_table"}

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
-from parlai_docgraph.tasks.docgraph.readers.wow import Passage
+from parlai_docgraph.tasks.docgraph.readers.turns import Passage
 
 #: sources whose sentences follow each other (a span may run over several)
 PROSE_SOURCES = ("plot", "review")
