@@ -52,11 +52,9 @@ from parlai_docgraph.agents.pipeline.args import (
     add_part_args, add_pipeline_args, document_retriever,
 )
 from parlai_docgraph.graphs.render import write_turn_graph
-from parlai_docgraph.models.selector.prior import last_turn
-from parlai_docgraph.reply_quality import dropped_words
 from parlai_docgraph.agents.pipeline.messages import (
-    LOAD_REFUSED, check_user_text, merge_metrics, part_opt, part_overrides, read_selection,
-    selector_message,
+    LOAD_REFUSED, check_user_text, keep_answer, merge_metrics, part_opt, part_overrides,
+    read_selection, selector_message,
 )
 
 PARTS = ("selector", "responder")
@@ -322,14 +320,8 @@ class DocgraphAgent(Agent):
             if not training and self.opt["reply_mode"] == "extract" and sel.uses_knowledge:
                 reply["generated_text"] = reply.get("text")
                 reply.force_set("text", sel.sentence)
-            elif not training and self.opt["reply_keeps_answer"] and reply.get("text") \
-                    and sel.uses_knowledge:
-                dropped = dropped_words(reply["text"], sel.sentence,
-                                        last_turn(raw.get("text") or ""))
-                if dropped:  # the reply lost part of the answer: the sentence itself
-                    reply["generated_text"] = reply["text"]
-                    reply["answer_dropped"] = dropped
-                    reply.force_set("text", sel.sentence)
+            elif not training and self.opt["reply_keeps_answer"]:
+                keep_answer(reply, sel, raw.get("text") or "")
             if raw.get("knowledge_passages") is not None or raw.get("knowledge"):
                 reply["selected_title"] = sel.title
                 reply["selected_sentence"] = sel.sentence

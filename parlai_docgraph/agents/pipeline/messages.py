@@ -97,6 +97,27 @@ def read_selection(msg: Any, reply: Any) -> Selection:
                                     reply.get("top_concepts") or ())
 
 
+def keep_answer(reply: Message, selection: Selection, user_text: str) -> None:
+    """
+    ``--reply-keeps-answer``: where a generated ``reply`` left out a content word of the
+    selected sentence that the user's last turn does not hold
+    (:func:`~parlai_docgraph.reply_quality.dropped_words`: the "why", the "how much"), its
+    text becomes the sentence itself; the generated text and the dropped words stay beside
+    it (``generated_text``, ``answer_dropped``).
+    """
+    # imported here: this module is read without the selector's models (test_lazy_imports)
+    from parlai_docgraph.models.selector.prior import last_turn
+    from parlai_docgraph.reply_quality import dropped_words
+
+    if not reply.get("text") or not selection.uses_knowledge:
+        return
+    dropped = dropped_words(reply["text"], selection.sentence, last_turn(user_text))
+    if dropped:
+        reply["generated_text"] = reply["text"]
+        reply["answer_dropped"] = dropped
+        reply.force_set("text", selection.sentence)
+
+
 def merge_metrics(responder: Optional[Dict], selector: Optional[Dict]) -> Dict[str, Any]:
     """
     One metrics dict: the responder's names as they are (``loss``, ``ppl``, ``rouge_*``),
