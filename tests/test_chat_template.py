@@ -11,6 +11,7 @@ import torch
 
 from modern_lm import make_tiny_lm
 
+from parlai_docgraph.graphs.selection import Selection
 from parlai_docgraph.models.responder import chat
 from parlai_docgraph.models.responder.model import TINY_DIR, load_responder_tokenizer as load_tokenizer
 
@@ -134,7 +135,8 @@ def test_knowledge_title_none_gives_the_sentence_alone(family, qwen_dir):
     sentence = "a lighthouse is a tower that emits light"
     msg = {"text": TURNS[-1], "title": "Lighthouse", "checked_sentence": sentence,
            "labels": ["yes"], "episode_done": True}
-    selected = {"selected_knowledge": {"title": "Lighthouse", "sentence": sentence}}
+    selected = {"selected_knowledge": Selection(title="Lighthouse", sentence=sentence,
+                                                passage=0, sentence_index=0)}
     for setting, knowledge in (("none", sentence), ("prefix", f"Lighthouse: {sentence}")):
         agent = _agent(model, "--knowledge-title", setting)
         text = tok.decode(agent.observe(dict(msg))["text_vec"].tolist(), skip_special_tokens=False)

@@ -232,7 +232,7 @@ def test_build_graphs_from_a_plain_corpus_reports_bad_rows(tmp_path):
     pools = {where: pool for where, pool, _ in read_corpus(docs)}
     assert pools[str(docs / "lamp.md")] == [
         ("lamp", ["The keeper lit the lamp.", "It burned all night."]),
-        ("Tower", ["Smeaton built the tower.", "He used granite."])]
+        ("lamp / Tower", ["Smeaton built the tower.", "He used granite."])]
     assert pools[str(docs / "sub" / "bees.txt")] == [("bees", ["Bees make honey.", "They live in hives."])]
     report = BuildGraphs.main("--corpus", str(docs), "--datapath", str(tmp_path / "dp"),
                               "--progress", "false")
@@ -272,7 +272,9 @@ def test_readme_corpus_command_runs_as_written(tmp_path):
                   cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     pool = read_document(str(docs / "keeper.md"))
-    assert pool == [("Duties", ["Trim the wick.", "Wind the clock"]),
-                    ("Duties", ["The keeper logs the weather.", "He writes it down at dawn."])]
+    # a section's passages are titled by the document's title line and the section
+    assert pool == [("Lighthouse notes / Duties", ["Trim the wick.", "Wind the clock"]),
+                    ("Lighthouse notes / Duties",
+                     ["The keeper logs the weather.", "He writes it down at dawn."])]
     store = GraphStore(store_root(str(tmp_path / "data")))
     assert store.load(GraphFactory(GraphConfig()).key(pool)).meta["num_sentences"] == 4

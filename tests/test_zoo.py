@@ -144,7 +144,8 @@ def test_model_list_entries():
     keys = {"title", "id", "path", "agent", "task", "project", "description", "example",
             "result"}
     assert {e["path"] for e in model_list} == {
-        "zoo:docgraph/sample/model", "zoo:docgraph/wow/model", "zoo:docgraph/holle/model"}
+        "zoo:docgraph/sample/model", "zoo:docgraph/wow/model", "zoo:docgraph/holle/model",
+        "zoo:docgraph/cmu_dog/model"}
     for entry in model_list:
         assert keys <= set(entry), entry["path"]
         module = entry["path"][len("zoo:"):].rsplit("/", 1)[0].replace("/", ".")

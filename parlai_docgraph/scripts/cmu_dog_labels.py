@@ -81,8 +81,11 @@ class CmuDogLabels(ParlaiScript):
     def setup_args(cls) -> ParlaiParser:
         parser = ParlaiParser(True, False, description=cls.__doc__.strip())
         g = parser.add_argument_group("cmu_dog_labels")
-        g.add_argument("--reading", type=str, required=True,
-                       help="the reading file (JSON list: conversation_id, message, used)")
+        # not required=True: ParlAI parses a bare `parlai-docgraph` with every script's
+        # parser, and a required option there breaks the command list (run() checks it)
+        g.add_argument("--reading", type=str, default=None,
+                       help="the reading file (JSON list: conversation_id, message, used); "
+                       "required")
         g.add_argument("--thresholds", type=str, default="0.15,0.2,0.22,0.25,0.3,0.4",
                        help="comma-separated pseudo-label F1 thresholds to count")
         g.add_argument("--out", type=str, default=None, help="the result file (JSON) to write")
@@ -93,6 +96,9 @@ class CmuDogLabels(ParlaiScript):
 
         from parlai_docgraph.tasks.docgraph.build import cmu_dog_folder
 
+        if not self.opt.get("reading"):
+            raise ValueError("cmu_dog_labels needs --reading FILE (the committed reading is "
+                             "docs/annotations/cmu_dog_valid50.json)")
         reading = read_json(self.opt["reading"])
         if not isinstance(reading, list) or not all(
                 isinstance(r, dict) and {"conversation_id", "message", "used"} <= set(r)
