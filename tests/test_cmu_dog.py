@@ -369,3 +369,18 @@ def test_pseudo_labels_against_a_reading(cmu_datapath, tmp_path):
     result = json.loads(out.read_text())["cmu_dog_pseudo_labels"]
     assert result["turns"] == 4 and result["turns_using_the_pool"] == 3
     assert result["by_threshold"]["0.25"]["agree"] == 2
+
+
+def test_speed_study_trains_the_recipe_without_its_run_length():
+    """The CMU_DoG speed study times the zoo recipe's parts as they train, less the options
+    that only set how long the recipe runs and how it logs."""
+    from parlai_docgraph.bench.cmu_dog_speed import RUN_ONLY, recipe_part
+    from parlai_docgraph.recipes import zoo_recipe
+
+    for part in ("selector", "responder"):
+        full = list(getattr(zoo_recipe("cmu_dog"), part))
+        args = recipe_part(part)
+        assert any(flag in full for flag in RUN_ONLY)
+        assert not set(RUN_ONLY) & set(args)
+        assert len(full) - len(args) == 2 * sum(flag in full for flag in RUN_ONLY)
+        assert args[args.index("-m") + 1] == full[full.index("-m") + 1]

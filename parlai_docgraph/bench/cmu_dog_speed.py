@@ -1,5 +1,5 @@
 """
-Training speed on CMU_DoG (a study run as a module; issue 37, item 7): examples/s of the zoo
+Training speed on CMU_DoG (a study run as a module): examples/s of the zoo
 recipe's parts, measured through ParlAI's own training world on ``docgraph:cmu_dog`` train
 (:func:`~parlai_docgraph.bench.gpu_check.train_steps`: timed steps after two warm-up steps),
 in one process so both prompts meet the same machine load:
