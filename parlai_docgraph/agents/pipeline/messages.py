@@ -47,10 +47,16 @@ def knowledge_lines(msg: Any) -> List[Tuple[str, str, str]]:
     :func:`~parlai_docgraph.agents.graph_selector.messages.message_passages` so both parts see one pool; ``[]`` when the
     message carries neither.
     """
+    return [(f"{title} {sent}", title, sent) for title, sents in message_pool(msg)
+            for sent in sents]
+
+
+def message_pool(msg: Any) -> List[Tuple[str, List[str]]]:
+    """The message's knowledge pool as passages (:func:`knowledge_lines`' source), ``[]``
+    when it carries neither ``knowledge_passages`` nor ``knowledge`` lines."""
     if msg.get("knowledge_passages") is None and not (msg.get("knowledge") or "").strip():
         return []
-    return [(f"{title} {sent}", title, sent)
-            for title, sents in message_passages(msg) for sent in sents]
+    return message_passages(msg)
 
 
 def gold_line(msg: Any) -> Optional[str]:
@@ -91,8 +97,7 @@ def read_selection(msg: Any, reply: Any) -> Selection:
     selection for that candidate, for no reply, or for a message without a pool.
     """
     reply = reply or {}
-    pool = message_passages(msg) if knowledge_lines(msg) else []
-    return Selection.from_candidate(pool, reply.get("selected_candidate"),
+    return Selection.from_candidate(message_pool(msg), reply.get("selected_candidate"),
                                     reply.get("candidate_scores"),
                                     reply.get("top_concepts") or ())
 
