@@ -81,9 +81,8 @@ RECIPE = {
         "--docqa-pool", "mixed", "--docqa-pool-sentences", "32",
         "-bs", "8", "-lr", "1e-4", "--encoder-learningrate", "1e-4",
         "--graph-learningrate", "5e-4", "--optimizer", "adamw", "--gradient-clip", "1.0",
-        # one epoch, no validation during it: train_model's final valid and test
-        # evaluation (the figures make demo prints) then scores the saved last model, the
-        # one a single mid-training validation would have kept (that pass took 15 s)
+        # one epoch, no validation during it (the build skips train_model's final
+        # evaluations too: parlai-docgraph heldout_eval measures the model)
         "--num-epochs", "1", "--validation-every-n-epochs", "-1",
         "--log-every-n-secs", "30",
     ],
