@@ -20,6 +20,7 @@ violation of each to show the rule can fail.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Set, Tuple
 
@@ -79,8 +80,10 @@ DICT_CACHES = {
 SPACY_IMPORTERS = {"parlai_docgraph/nlp.py"}
 
 
+@functools.lru_cache(maxsize=1)
 def sources() -> Dict[str, ast.AST]:
-    """Repository-relative path -> parsed module, for every module of the package."""
+    """Repository-relative path -> parsed module, for every module of the package (parsed
+    once per test process; the checkers only read the trees)."""
     return {str(p.relative_to(ROOT)): ast.parse(p.read_text(encoding="utf-8"))
             for folder in SOURCES for p in sorted(folder.rglob("*.py"))}
 
