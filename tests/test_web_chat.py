@@ -944,6 +944,30 @@ def test_page_in_headless_chromium(app_server, browser, tmp_path):
     print(f"web chat screenshot: {shot}")
 
 
+def test_page_says_when_the_answer_check_replaced_the_reply(app_server, browser):
+    """A ``done`` event with ``answer_dropped`` (the answer check replaced the streamed text
+    with the selected sentence): the page shows the sentence as the reply and a note naming
+    the words the generated text left out. The turn's stream is a canned one (the stand-in
+    model's replies seldom drop an answer)."""
+    sentence = "The youngest player goes first."
+    events = [{"event": "selection", "selected_sentence": sentence, "top_concepts": []},
+              {"event": "token", "text": "A player goes first."},
+              {"event": "done", "text": sentence, "selected_sentence": sentence,
+               "top_concepts": [], "generated_text": "A player goes first.",
+               "answer_dropped": ["youngest"]}]
+    page = _open(browser.new_context(), app_server.url)
+    page.route("**/api/chat", lambda route: route.fulfill(
+        status=200, content_type="application/x-ndjson",
+        body="".join(json.dumps(e) + "\n" for e in events)))
+    page.fill("#msg", "Who starts the game?")
+    page.click("#send")
+    page.wait_for_selector(FINAL, timeout=30_000)
+    assert page.inner_text(FINAL) == "docgraph: " + sentence
+    notes = page.locator(".note").all_inner_texts()
+    assert any("left out youngest" in n and "the reply is that sentence" in n
+               for n in notes), notes
+
+
 #: a document whose graph in a turn has more than 40 nodes (47 on its own)
 LIGHTHOUSES = """# Lighthouses of the north coast
 

@@ -42,6 +42,10 @@ async function turn(text) {
       $("log").scrollTop = $("log").scrollHeight;
     } else if (ev.event === "done") {
       if (ev.note) line("note", ev.note);
+      if (ev.answer_dropped) {  // the answer check replaced the streamed reply
+        line("note", "the generated reply left out " + ev.answer_dropped.join(", ") +
+             " of the selected sentence, so the reply is that sentence");
+      }
       if (ev.text) {
         if (!bot) bot = line("bot", "");
         bot.textContent = "docgraph: " + ev.text; bot.className = "bot";
