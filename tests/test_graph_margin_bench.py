@@ -2,17 +2,18 @@
 The graph-margin study's bookkeeping (``parlai_docgraph/bench/graph_margin.py``): runs are
 grouped by set, commit, options and epochs; the margin is of the means; the README's row is
 the default set's, at the commit recorded last; a datapath without the set says how to
-write it.
+write it; a tree whose environment imports another checkout is refused.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from parlai_docgraph.bench.graph_margin import (
-    DEFAULT_SET, command, current, load, save, set_name, set_of, summarize, table)
+    DEFAULT_SET, check_tree, command, current, load, save, set_name, set_of, summarize, table)
 
 SET = {"version": 1, "train_dialogues": 120, "eval_dialogues": 60, "members": 4, "facts": 3,
        "turns": 2, "per_passage": 2, "seed": 0}
@@ -83,3 +84,32 @@ def test_the_command_is_the_stock_one():
                  "minilm-l6 --label-type chosen_sent -bs 8 --graph-variant full --num-epochs 3 "
                  "--seed 2 -veps 1", "--datapath /d --node-relevance false"):
         assert part in line
+
+
+def _tree(root: Path, interpreter: str) -> Path:
+    """A checkout whose ``.venv/bin/parlai`` names ``interpreter`` on its first line, and
+    whose ``.venv/bin/python`` imports the package (a stand-in) from the checkout."""
+    for package in ("parlai_docgraph", "parlai_docgraph/tasks/docgraph"):
+        (root / package).mkdir(parents=True, exist_ok=True)
+        (root / package / "__init__.py").write_text("")
+    (root / "parlai_docgraph" / "tasks" / "__init__.py").write_text("")
+    venv = root / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    python = venv / "python"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="{root}" exec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    (venv / "parlai").write_text(f"#!{interpreter or python}\nprint('parlai')\n")
+    return root
+
+
+def test_a_tree_whose_environment_imports_it_is_accepted(tmp_path):
+    check_tree(_tree(tmp_path / "own", ""))
+
+
+def test_an_environment_that_imports_another_tree_is_refused(tmp_path):
+    # a venv copied from another checkout: its scripts run that checkout's interpreter
+    tree = _tree(tmp_path / "copied", sys.executable)
+    with pytest.raises(ValueError, match="imports parlai_docgraph from .*, not from .*copied"):
+        check_tree(tree)
+    with pytest.raises(ValueError, match="missing: run `make dev`"):
+        check_tree(tmp_path / "empty")

@@ -11,7 +11,9 @@ train_model`` command, ``--graph-variant full`` and ``none``, over the set
     python -m parlai_docgraph.bench.graph_margin table
 
 ``--tree`` is a checkout with its own ``.venv`` (``make dev``): the command runs that tree's
-``parlai``, so the same set measures any commit (a bisect worktree, an older release). Each
+``parlai``, so the same set measures any commit (a bisect worktree, an older release); the
+tool first checks that this environment imports the package from that tree
+(:func:`check_tree`). Each
 run is one stock command (``-m docgraph/graph_selector -t docgraph:wow:topic_split
 --encoder-model minilm-l6 --label-type chosen_sent -bs 8 --num-epochs E --seed S``, ``-veps 1``
 when E > 1, so ParlAI keeps the best valid epoch), plus the options after ``--``; the record
@@ -74,6 +76,37 @@ def tree_commit(tree: Path) -> str:
     dirty = subprocess.run(["git", "-C", str(tree), "diff", "--quiet", "HEAD", "--", ".",
                             f":(exclude){RESULTS_DIR}"], capture_output=True).returncode != 0
     return head + ("+dirty" if dirty else "")
+
+
+#: what a run imports from its tree: the package and the teachers (setup.py maps ``tasks/`` in)
+PROBE = ("import parlai_docgraph, parlai_docgraph.tasks.docgraph as t; "
+         "print(parlai_docgraph.__file__); print(t.__file__)")
+
+
+def check_tree(tree: Path) -> None:
+    """``ValueError`` unless the interpreters a run starts (the one ``.venv/bin/parlai`` names
+    on its first line, and ``.venv/bin/python``) import the package and its teachers from
+    ``tree``. A virtual environment copied from another checkout keeps that checkout's
+    interpreter on its scripts' first line, and an editable install made through them maps
+    the package to whichever tree ran it: the runs would then measure another commit under
+    this tree's name. Probed from ``/``, so the current folder hides no wrong mapping."""
+    venv = tree / ".venv" / "bin"
+    script = venv / "parlai"
+    if not script.is_file():
+        raise ValueError(f"{script} is missing: run `make dev` in {tree}")
+    first = script.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0]
+    named = first[2:].strip() if first.startswith("#!") and "/sh" not in first else ""
+    for interpreter in dict.fromkeys(filter(None, (named, str(venv / "python")))):
+        found = subprocess.run([interpreter, "-c", PROBE], cwd="/", capture_output=True,
+                               text=True, env={**os.environ, **RUN_ENV})
+        files = found.stdout.split()
+        wrong = [f for f in files if not Path(f).resolve().is_relative_to(tree.resolve())]
+        if found.returncode != 0 or len(files) != 2 or wrong:
+            raise ValueError(
+                f"{interpreter} (run by {tree}'s .venv) imports parlai_docgraph from "
+                f"{' and '.join(files) or found.stderr.strip()[-300:]}, not from {tree}: "
+                f"rebuild that environment with `make dev` in {tree}, or reinstall it with "
+                f"its own interpreter ({venv / 'python'} -m pip install --no-deps -e .)")
 
 
 #: the generator's options that size the set (``coref_groups.json`` of the datapath)
@@ -271,6 +304,7 @@ def table(data: Dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace, options: Sequence[str]) -> int:
     tree = Path(args.tree).resolve()
+    check_tree(tree)
     commit = tree_commit(tree)
     name = set_name(set_of(args.datapath))
     out = Path(args.out)
