@@ -128,14 +128,24 @@ def selector_of(row: str, model_file: str, selectors: Dict[str, str]) -> Optiona
     return None
 
 
-def row_args(row: str, model_file: str, selectors: Dict[str, str], sample_model: str
-             ) -> List[str]:
+def margin_args(model_file: str, margin: Optional[float]) -> List[str]:
+    """``--no-knowledge-margin`` of the rows that run the zoo's selector: ``margin``, else
+    the zoo model's saved one (none: the selector's own choice)."""
+    from parlai.core.opt import Opt
+
+    if margin is None:
+        margin = Opt.load(f"{model_file}.opt").get("no_knowledge_margin")
+    return [] if margin is None else ["--no-knowledge-margin", str(margin)]
+
+
+def row_args(row: str, model_file: str, selectors: Dict[str, str], sample_model: str,
+             margin: Optional[float] = None) -> List[str]:
     """The model arguments of ``row`` (the task arguments are added by :func:`evaluate`)."""
     responder = f"{model_file}.responder"
     if row == "sample zoo model":
         return ["-mf", sample_model, *decoding(sample_model)]
     if row == "zoo model":
-        return ["-mf", model_file, *decoding(model_file)]
+        return ["-mf", model_file, *decoding(model_file), *margin_args(model_file, margin)]
     alone = ["-m", "docgraph/gpt2_responder", "-mf", responder, *decoding(model_file)]
     pipeline = ["-m", "docgraph", *decoding(model_file), "--reply-mode", "generate"]
     if row in selectors:
@@ -154,7 +164,8 @@ def row_args(row: str, model_file: str, selectors: Dict[str, str], sample_model:
                                   "--responder-max-length", "670"],
         "zero-shot SmolLM2": lambda: [
             *pipeline, "--selector-model-file", f"{model_file}.selector",
-            "--responder-model", "smollm2-135m-instruct", *responder_prompt(model_file)],
+            "--responder-model", "smollm2-135m-instruct", *responder_prompt(model_file),
+            *margin_args(model_file, margin)],
     }[row]()
 
 
@@ -298,6 +309,9 @@ class CmuDogEval(ParlaiScript):
         g.add_argument("--none-selector", type=str, default=None,
                        help="the '--graph-variant none' row's selector (default: as above, "
                        "with --graph-variant none)")
+        g.add_argument("--no-knowledge-margin", type=float, default=None,
+                       help="the zoo selector's --no-knowledge-margin in the rows that run "
+                       "it (zoo model, zero-shot SmolLM2); default: the zoo model's own")
         g.add_argument("--sample-model", type=str, default="zoo:docgraph/sample/model",
                        help="the model of the 'sample zoo model' row")
         g.add_argument("--rows", type=str, default=",".join(ROWS),
@@ -345,7 +359,8 @@ class CmuDogEval(ParlaiScript):
         for split in splits:
             for row in rows:
                 task = task_args(split, opt["conversations"], opt["sample_seed"], opt["fold"])
-                args = [*row_args(row, model_file, selectors, sample_model), *task,
+                args = [*row_args(row, model_file, selectors, sample_model,
+                                  opt["no_knowledge_margin"]), *task,
                         "--datapath", datapath]
                 if opt.get("world_logs_dir"):
                     os.makedirs(opt["world_logs_dir"], exist_ok=True)
