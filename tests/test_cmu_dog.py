@@ -407,6 +407,13 @@ def test_margin_choice_combines_the_two_valid_runs_per_turn(tmp_path):
     without = log(tmp_path / "n.jsonl", ["hello", "i liked the ending", "who directed it"],
                   [None, None, None])
     assert [t[2] for t in with_sentence] == [0.5, 2.0, None]
+    # the generator's own text where the answer check replaced it
+    checked = json.loads((tmp_path / "s.jsonl").read_text().splitlines()[0])
+    checked["dialog"][1][1].update(text="the whole sentence", generated_text="no idea")
+    (tmp_path / "c.jsonl").write_text(json.dumps(checked) + "\n")
+    assert [t[1] for t in logged_turns(str(tmp_path / "c.jsonl"))] == [
+        "the shark is big", "the whole sentence"]
+    assert logged_turns(str(tmp_path / "c.jsonl"), generated=True)[1][1] == "no idea"
     curve = margin_curve(with_sentence, without)
     assert [p["margin"] for p in curve] == [float("-inf"), 0.5, 2.0]
     assert [round(p["sentence_turns"], 3) for p in curve] == [0.0, 0.333, 0.667]

@@ -13,7 +13,10 @@ zoo pipeline handing each turn its best pool sentence (``--no-knowledge-margin i
 reply records the gap ``s_0 - s_best``), and the same responder without knowledge. At a
 margin ``m`` a turn's reply is the first run's where its gap is at most ``m``, else the
 second's, so one pair of runs gives ParlAI's F1 at every margin (:func:`margin_curve`).
-The chosen margin has the highest mean F1; ties go to the smaller margin (fewer sentences).
+The first run keeps the pipeline's answer check (``--reply-keeps-answer true``: a reply
+that leaves out words of the sentence becomes the sentence) and records the generator's own
+text beside it, so the curve is drawn twice, with and without the check. The chosen pair
+has the highest mean F1; ties go to the smaller margin (fewer sentences).
 The combination is exact but for ``--block-earlier-replies``, which reads the responder's
 own earlier replies of the episode (they differ between the two runs).
 """
@@ -37,13 +40,17 @@ from parlai_docgraph.jsonio import iter_jsonl
 Turn = Tuple[str, str, Any]
 
 
-def logged_turns(path: str) -> List[Turn]:
-    """The turns of a ParlAI ``--world-logs`` file (conversations format) in order."""
+def logged_turns(path: str, generated: bool = False) -> List[Turn]:
+    """The turns of a ParlAI ``--world-logs`` file (conversations format) in order; with
+    ``generated``, the generator's own text where the answer check replaced it."""
     turns: List[Turn] = []
     for _, record in iter_jsonl(path):
         for teacher, model in record["dialog"]:
             human = (teacher.get("eval_labels") or teacher.get("labels") or [""])[0]
-            turns.append((human, model.get("text", ""), model.get("no_knowledge_gap")))
+            text = model.get("text", "")
+            if generated:
+                text = model.get("generated_text", text)
+            turns.append((human, text, model.get("no_knowledge_gap")))
     return turns
 
 
@@ -73,6 +80,11 @@ def margin_curve(with_sentence: Sequence[Turn], without: Sequence[Turn]
 def best_margin(curve: Sequence[Dict[str, float]]) -> Dict[str, float]:
     """The point of highest F1, the smallest margin among equals."""
     return max(curve, key=lambda p: (round(p["f1"], 10), -p["margin"]))
+
+
+def finite(point: Dict[str, Any]) -> Dict[str, Any]:
+    """``point`` for JSON, which has no infinity: "never a sentence" is a null margin."""
+    return {**point, "margin": None if math.isinf(point["margin"]) else point["margin"]}
 
 
 @register_script("cmu_dog_margin", hidden=False)
@@ -105,32 +117,32 @@ class CmuDogMargin(ParlaiScript):
         model_file = modelzoo_path(datapath, opt["zoo_model"])
         task = task_args("seen", opt["conversations"], opt["sample_seed"], "valid")
         os.makedirs(opt["logs_dir"], exist_ok=True)
-        runs = {"sentence": row_args("zoo model", model_file, {}, "", math.inf),
+        runs = {"sentence": row_args("zoo model", model_file, {}, "", math.inf, True),
                 "no knowledge": row_args("no knowledge", model_file, {}, "")}
-        commands, figures, turns = {}, {}, {}
+        commands, figures, turns, log_of = {}, {}, {}, {}
         for name, model in runs.items():
-            log = os.path.join(opt["logs_dir"], f"margin_{name.replace(' ', '_')}.jsonl")
+            log = log_of[name] = os.path.join(opt["logs_dir"],
+                                               f"margin_{name.replace(' ', '_')}.jsonl")
             args = [*model, *task, "--datapath", datapath, "--world-logs", log]
             figures[name] = evaluate(args)
             commands[name] = ["parlai", "eval_model", *args]
             turns[name] = logged_turns(log)
-        curve = margin_curve(turns["sentence"], turns["no knowledge"])
-        chosen = best_margin(curve)
-        # JSON has no infinity: "never a sentence" is written as a null margin
-        curve = [{**p, "margin": None if math.isinf(p["margin"]) else p["margin"]}
-                 for p in curve]
+        curves = {keeps: margin_curve(logged_turns(log_of["sentence"], not keeps),
+                                      turns["no knowledge"]) for keeps in (True, False)}
+        chosen = max(({**best_margin(c), "reply_keeps_answer": k} for k, c in curves.items()),
+                     key=lambda p: (round(p["f1"], 10), -p["margin"]))
         result = {"cmu_dog_margin": {
             "setup": {"fold": "valid", "split": "seen", "conversations": opt["conversations"],
                       "sample_seed": opt["sample_seed"], "turns": len(turns["sentence"])},
-            "commands": commands, "figures": figures, "curve": curve, "chosen": chosen},
+            "commands": commands, "figures": figures, "chosen": finite(chosen),
+            "curves": {f"reply_keeps_answer {str(k).lower()}": [finite(p) for p in c]
+                       for k, c in curves.items()}},
             "meta": run_record()}
-        print(f"chosen --no-knowledge-margin {chosen['margin']}: F1 {chosen['f1']:.4f}, a "
-              f"sentence on {100 * chosen['sentence_turns']:.0f}% of the valid turns")
+        print(f"chosen --no-knowledge-margin {chosen['margin']} --reply-keeps-answer "
+              f"{str(chosen['reply_keeps_answer']).lower()}: F1 {chosen['f1']:.4f}, a sentence "
+              f"on {100 * chosen['sentence_turns']:.0f}% of the valid turns")
         if opt.get("out"):
-            write_text_atomic(opt["out"], json.dumps(
-                {**result, "cmu_dog_margin": {**result["cmu_dog_margin"], "chosen": {
-                    **chosen, "margin": None if math.isinf(chosen["margin"])
-                    else chosen["margin"]}}}, indent=1, sort_keys=True) + "\n")
+            write_text_atomic(opt["out"], json.dumps(result, indent=1, sort_keys=True) + "\n")
         return result
 
 
