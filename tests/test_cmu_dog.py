@@ -384,3 +384,42 @@ def test_speed_study_trains_the_recipe_without_its_run_length():
         assert not set(RUN_ONLY) & set(args)
         assert len(full) - len(args) == 2 * sum(flag in full for flag in RUN_ONLY)
         assert args[args.index("-m") + 1] == full[full.index("-m") + 1]
+
+
+def test_margin_choice_combines_the_two_valid_runs_per_turn(tmp_path):
+    """``cmu_dog_margin``: at margin m a turn reads its sentence where its gap is at most m;
+    F1 at each margin combines the two runs' replies, and the best F1 (smallest margin among
+    equals) is chosen. Runs over different turns are refused."""
+    from parlai_docgraph.scripts.cmu_dog_margin import best_margin, logged_turns, margin_curve
+
+    def log(path, replies, gaps):
+        humans = ["the shark is big", "i liked the ending", "who directed it"]
+        dialog = [[{"id": "cmu_dog", "eval_labels": [h]},
+                   {"id": "Docgraph", "text": r, **({} if g is None else
+                                                    {"no_knowledge_gap": g})}]
+                  for h, r, g in zip(humans, replies, gaps)]
+        path.write_text(json.dumps({"dialog": dialog[:2]}) + "\n"
+                        + json.dumps({"dialog": dialog[2:]}) + "\n")
+        return logged_turns(str(path))
+
+    with_sentence = log(tmp_path / "s.jsonl", ["the shark is big", "no idea", "spielberg"],
+                        [0.5, 2.0, None])
+    without = log(tmp_path / "n.jsonl", ["hello", "i liked the ending", "who directed it"],
+                  [None, None, None])
+    assert [t[2] for t in with_sentence] == [0.5, 2.0, None]
+    # the generator's own text where the answer check replaced it
+    checked = json.loads((tmp_path / "s.jsonl").read_text().splitlines()[0])
+    checked["dialog"][1][1].update(text="the whole sentence", generated_text="no idea")
+    (tmp_path / "c.jsonl").write_text(json.dumps(checked) + "\n")
+    assert [t[1] for t in logged_turns(str(tmp_path / "c.jsonl"))] == [
+        "the shark is big", "the whole sentence"]
+    assert logged_turns(str(tmp_path / "c.jsonl"), generated=True)[1][1] == "no idea"
+    curve = margin_curve(with_sentence, without)
+    assert [p["margin"] for p in curve] == [float("-inf"), 0.5, 2.0]
+    assert [round(p["sentence_turns"], 3) for p in curve] == [0.0, 0.333, 0.667]
+    # -inf: 0 + 1 + 1; 0.5: 1 + 1 + 1 (the gapless third turn never reads a sentence); 2.0: 1 + 0 + 1
+    assert [round(p["f1"], 3) for p in curve] == [0.667, 1.0, 0.667]
+    assert best_margin(curve)["margin"] == 0.5
+    assert best_margin([{"margin": 1.0, "f1": 0.5}, {"margin": -1.0, "f1": 0.5}])["margin"] == -1.0
+    with pytest.raises(ValueError, match="different turns"):
+        margin_curve(with_sentence, without[:2])

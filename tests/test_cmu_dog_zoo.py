@@ -34,7 +34,7 @@ def tiny_recipe(encoder: str) -> dict:
                       "docgraph:cmu_dog", "--cmu-dog-split-type", "seen",
                       "--skip-generation", "true", *STEPS],
         "pipeline": ["--reply-mode", "generate", "--inference", "greedy", "--label-truncate",
-                     "8"],
+                     "8", "--no-knowledge-margin", "1.5"],
     }
 
 
@@ -118,6 +118,8 @@ def test_cmu_dog_eval_writes_a_result_file_the_page_reads(built):
     # the same turns for every row, and each row's eval_model command recorded
     assert len({f["exs"] for r in systems.values() for s, f in r.items() if s == "seen"}) == 1
     assert "--cmu-dog-knowledge none" in data["cmu_dog"]["commands"]["no knowledge"]["seen"]
+    # the zoo row runs the model's own --no-knowledge-margin (saved by the build)
+    assert "--no-knowledge-margin 1.5" in data["cmu_dog"]["commands"]["zoo model"]["seen"]
     # the selecting rows carry their selection on the knowledge turns
     for row in ("zoo model", "graph selector", "random sentence"):
         assert 0 <= systems[row]["seen"]["know_acc_k"] <= systems[row]["seen"]["know_mrr_k"] <= 1

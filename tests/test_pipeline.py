@@ -172,6 +172,33 @@ def test_selector_message_and_metric_merging():
     assert merged == {"loss": 1.0, "ppl": 2.0, "sel_loss": 3.0, "know_acc": 0.5}
 
 
+def test_no_knowledge_margin_decides_between_no_knowledge_and_the_best_sentence():
+    """``--no-knowledge-margin``: unset keeps the selector's top candidate; a margin hands
+    the best pool sentence unless no-knowledge leads it by more (the gap is reported)."""
+    from parlai.core.message import Message
+
+    from parlai_docgraph.agents.pipeline.messages import read_selection
+
+    msg = Message({"text": "hi", "knowledge_passages": [["T", ["S one.", "S two."]]]})
+    # the selector ranked no-knowledge (0) first, then "S two." (2), then "S one." (1)
+    reply = {"selected_candidate": 0, "candidate_order": [0, 2, 1],
+             "candidate_scores": [3.0, 1.0, 0.5]}
+    own = read_selection(msg, reply)
+    assert not own.uses_knowledge and own.no_knowledge_gap == pytest.approx(2.0)
+    assert not read_selection(msg, reply, 1.9).uses_knowledge
+    assert read_selection(msg, reply, 0.0).sentence == "no_passages_used"
+    taken = read_selection(msg, reply, 2.0)
+    assert (taken.sentence, taken.sentence_index) == ("S two.", 1)
+    assert read_selection(msg, reply, float("inf")).uses_knowledge
+    # a sentence ranked first stays chosen at any margin >= its (negative) gap
+    first = {"selected_candidate": 1, "candidate_order": [1, 0, 2],
+             "candidate_scores": [2.0, 1.5, 0.0]}
+    assert read_selection(msg, first, 0.0).sentence == "S one."
+    assert not read_selection(msg, first, -1.0).uses_knowledge
+    # a reply without the ranking (an older selector) keeps its choice
+    assert read_selection(msg, {"selected_candidate": 1}, 5.0).sentence == "S one."
+
+
 def test_missing_part_model_file_is_a_clear_error(store, tmp_path):
     from parlai.core.agents import create_agent
     from parlai.core.params import ParlaiParser

@@ -24,7 +24,9 @@ class Selection:
     """
     One turn's selected knowledge: ``passage`` / ``sentence_index`` locate ``sentence`` in
     the turn's pool (``None`` for the no-knowledge choice); ``scores`` are the selector's
-    candidate scores best first, ``top_concepts`` the concepts it ranked highest.
+    candidate scores best first, ``top_concepts`` the concepts it ranked highest;
+    ``no_knowledge_gap`` is the no-knowledge candidate's score minus the best pool
+    sentence's (:func:`knowledge_candidate`; ``None``: not known).
     """
 
     title: str = NO_PASSAGE
@@ -33,6 +35,7 @@ class Selection:
     sentence_index: Optional[int] = None
     scores: Optional[List[float]] = None
     top_concepts: Tuple[str, ...] = field(default_factory=tuple)
+    no_knowledge_gap: Optional[float] = None
 
     @property
     def uses_knowledge(self) -> bool:
@@ -47,14 +50,15 @@ class Selection:
     @classmethod
     def from_candidate(cls, pool: Pool, candidate: Optional[int],
                        scores: Optional[Sequence[float]] = None,
-                       top_concepts: Sequence[str] = ()) -> "Selection":
+                       top_concepts: Sequence[str] = (),
+                       no_knowledge_gap: Optional[float] = None) -> "Selection":
         """
         The selection of candidate number ``candidate`` among ``[NO_KNOWLEDGE_LINE] +`` the
         pool's sentences in order (``0`` or ``None``: no knowledge); ``IndexError`` for a
         position past the pool.
         """
         extra = {"scores": None if scores is None else [float(s) for s in scores],
-                 "top_concepts": tuple(top_concepts)}
+                 "top_concepts": tuple(top_concepts), "no_knowledge_gap": no_knowledge_gap}
         if not candidate:
             return cls(**extra)
         flat = candidate - 1
@@ -70,4 +74,32 @@ class Selection:
         """JSON-safe fields (the web chat's event, result files)."""
         return {"title": self.title, "sentence": self.sentence, "passage": self.passage,
                 "sentence_index": self.sentence_index, "scores": self.scores,
-                "top_concepts": list(self.top_concepts)}
+                "top_concepts": list(self.top_concepts),
+                "no_knowledge_gap": self.no_knowledge_gap}
+
+
+def knowledge_candidate(chosen: Optional[int], order: Optional[Sequence[int]],
+                        scores: Optional[Sequence[float]], margin: Optional[float]
+                        ) -> Tuple[Optional[int], Optional[float]]:
+    """
+    ``(candidate, gap)``: the candidate the responder reads and ``gap = s_0 - s_best``, the
+    no-knowledge candidate's score (candidate 0) minus the best pool sentence's, from the
+    selector's ranking (``order``: candidate indices best first, ``scores`` theirs).
+
+    ``margin`` ``None`` keeps the selector's own choice ``chosen``; a number hands the best
+    pool sentence unless ``gap > margin`` (``0``: the selector's choice; larger: a sentence
+    more often; ``inf``: always one). A selector trained where most labels say
+    no_passages_used (CMU_DoG's pseudo labels) always ranks that candidate first; the margin
+    moves that decision to a threshold chosen on valid. Without a ranking, ``(chosen,
+    None)``.
+    """
+    if not order or scores is None:
+        return chosen, None
+    by_index = dict(zip(order, scores))
+    best = next((i for i in order if i != 0), None)
+    if best is None or 0 not in by_index:
+        return chosen, None
+    gap = float(by_index[0]) - float(by_index[best])
+    if margin is None:
+        return chosen, gap
+    return (0 if gap > margin else best), gap

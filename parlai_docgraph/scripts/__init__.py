@@ -12,5 +12,6 @@ from parlai_docgraph.scripts import heldout_eval  # noqa: F401
 from parlai_docgraph.scripts import reply_eval  # noqa: F401
 from parlai_docgraph.scripts import cmu_dog_eval  # noqa: F401
 from parlai_docgraph.scripts import cmu_dog_labels  # noqa: F401
+from parlai_docgraph.scripts import cmu_dog_margin  # noqa: F401
 from parlai_docgraph.scripts import chat  # noqa: F401
 from parlai_docgraph.scripts import recipes  # noqa: F401  (parlai-docgraph recipes: the papers' table rows)

@@ -128,16 +128,33 @@ def selector_of(row: str, model_file: str, selectors: Dict[str, str]) -> Optiona
     return None
 
 
-def row_args(row: str, model_file: str, selectors: Dict[str, str], sample_model: str
-             ) -> List[str]:
-    """The model arguments of ``row`` (the task arguments are added by :func:`evaluate`)."""
+def zoo_choices(model_file: str, margin: Optional[float] = None,
+                keeps: Optional[bool] = None) -> Dict[str, List[str]]:
+    """The zoo pipeline's ``--no-knowledge-margin`` (``margin``, else its saved one; none:
+    the selector's own choice) and ``--reply-keeps-answer`` (``keeps``, else its saved one)
+    as arguments, for the rows that run a pipeline."""
+    from parlai.core.opt import Opt
+
+    saved = Opt.load(f"{model_file}.opt")
+    margin = saved.get("no_knowledge_margin") if margin is None else margin
+    keeps = saved.get("reply_keeps_answer", True) if keeps is None else keeps
+    return {"margin": [] if margin is None else ["--no-knowledge-margin", str(margin)],
+            "keeps": ["--reply-keeps-answer", str(bool(keeps)).lower()]}
+
+
+def row_args(row: str, model_file: str, selectors: Dict[str, str], sample_model: str,
+             margin: Optional[float] = None, keeps: Optional[bool] = None) -> List[str]:
+    """The model arguments of ``row`` (the task arguments are added by :func:`evaluate`);
+    ``margin`` / ``keeps`` override the zoo pipeline's (:func:`zoo_choices`)."""
     responder = f"{model_file}.responder"
     if row == "sample zoo model":
         return ["-mf", sample_model, *decoding(sample_model)]
+    zoo = zoo_choices(model_file, margin, keeps) if model_file else {"margin": [], "keeps": []}
     if row == "zoo model":
-        return ["-mf", model_file, *decoding(model_file)]
+        return ["-mf", model_file, *decoding(model_file), *zoo["margin"], *zoo["keeps"]]
     alone = ["-m", "docgraph/gpt2_responder", "-mf", responder, *decoding(model_file)]
-    pipeline = ["-m", "docgraph", *decoding(model_file), "--reply-mode", "generate"]
+    pipeline = ["-m", "docgraph", *decoding(model_file), "--reply-mode", "generate",
+                *zoo["keeps"]]
     if row in selectors:
         return [*pipeline, "--selector-model-file", selectors[row], "--responder-model-file",
                 responder]
@@ -154,7 +171,8 @@ def row_args(row: str, model_file: str, selectors: Dict[str, str], sample_model:
                                   "--responder-max-length", "670"],
         "zero-shot SmolLM2": lambda: [
             *pipeline, "--selector-model-file", f"{model_file}.selector",
-            "--responder-model", "smollm2-135m-instruct", *responder_prompt(model_file)],
+            "--responder-model", "smollm2-135m-instruct", *responder_prompt(model_file),
+            *zoo["margin"]],
     }[row]()
 
 
@@ -298,6 +316,12 @@ class CmuDogEval(ParlaiScript):
         g.add_argument("--none-selector", type=str, default=None,
                        help="the '--graph-variant none' row's selector (default: as above, "
                        "with --graph-variant none)")
+        g.add_argument("--no-knowledge-margin", type=float, default=None,
+                       help="the zoo selector's --no-knowledge-margin in the rows that run "
+                       "it (zoo model, zero-shot SmolLM2); default: the zoo model's own")
+        g.add_argument("--reply-keeps-answer", type="bool", default=None,
+                       help="the pipeline rows' --reply-keeps-answer; default: the zoo "
+                       "model's own")
         g.add_argument("--sample-model", type=str, default="zoo:docgraph/sample/model",
                        help="the model of the 'sample zoo model' row")
         g.add_argument("--rows", type=str, default=",".join(ROWS),
@@ -345,7 +369,8 @@ class CmuDogEval(ParlaiScript):
         for split in splits:
             for row in rows:
                 task = task_args(split, opt["conversations"], opt["sample_seed"], opt["fold"])
-                args = [*row_args(row, model_file, selectors, sample_model), *task,
+                args = [*row_args(row, model_file, selectors, sample_model,
+                                  opt["no_knowledge_margin"], opt["reply_keeps_answer"]), *task,
                         "--datapath", datapath]
                 if opt.get("world_logs_dir"):
                     os.makedirs(opt["world_logs_dir"], exist_ok=True)

@@ -26,7 +26,8 @@ where ``build_graphs`` writes) and embedded once by a frozen copy of the encoder
 then memoised; everything the model reads travels as flat tensor fields of the ParlAI
 ``Batch``, so ``Batch.to(device)`` moves it. Candidate order is shuffled in training
 (ParlAI#1570). The eval reply carries the candidates sorted by score in ``text_candidates``
-(ParlAI's hits@k, WoW's ``title_r@1``), their scores in ``candidate_scores`` and the five
+(ParlAI's hits@k, WoW's ``title_r@1``), their scores in ``candidate_scores``, their indices
+among the message's candidates in ``candidate_order``, and the five
 best-scored concept (``multilevel``: word) texts of the example's graph in
 ``top_concepts``; :meth:`GraphSelectorAgent.select` ranks without a teacher.
 
@@ -369,4 +370,5 @@ class GraphSelectorAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, SelectMix
                 for name, values in (found or {}).items():
                     self.record_local_metric(name, values)
         return Output(r["preds"], r["cands"], candidate_scores=r["scores"],
-                      top_concepts=concepts, selected_candidate=r["chosen"])
+                      candidate_order=r["order"], top_concepts=concepts,
+                      selected_candidate=r["chosen"])

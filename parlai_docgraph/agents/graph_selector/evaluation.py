@@ -31,12 +31,13 @@ def ranking_replies(
 ) -> Dict[str, list]:
     """
     Per example: candidates best first (``text_candidates``), their scores
-    (``candidate_scores``), the prediction, the chosen candidate's index, and
+    (``candidate_scores``) and indices (``candidate_order``), the prediction, the chosen
+    candidate's index, and
     ``know_{acc,mrr,map}`` (and ``know_*_multi`` where ``multi[b]`` marks several golds)
     as ``AverageMetric`` lists; ``AverageMetric(0, 0)`` (no weight) for an unlabelled
     example, so it adds nothing to the means.
     """
-    out: Dict[str, list] = {"preds": [], "cands": [], "scores": [], "chosen": []}
+    out: Dict[str, list] = {"preds": [], "cands": [], "scores": [], "chosen": [], "order": []}
     for key in NAMES:
         out[f"know_{key}"], out[f"know_{key}_multi"] = [], []
     for b, cands in enumerate(candidates):
@@ -46,6 +47,7 @@ def ranking_replies(
         out["scores"].append([float(s[i]) for i in order])
         out["preds"].append(cands[order[0]])
         out["chosen"].append(order[0])
+        out["order"].append(order)
         relevant = torch.zeros(len(cands), dtype=torch.bool)
         if gold[b] >= 0:
             relevant[int(gold[b])] = True

@@ -303,7 +303,8 @@ class DocgraphAgent(Agent):
         resp_obs = [o.get("docgraph_responder", Message()) if o else Message()
                     for o in observations]
         sel_replies = self.selector.batch_act(sel_obs)
-        selections = [read_selection(raw, rep) for raw, rep in zip(raws, sel_replies)]
+        selections = [read_selection(raw, rep, self.opt.get("no_knowledge_margin"))
+                      for raw, rep in zip(raws, sel_replies)]
         training = any("labels" in o for o in resp_obs if o)
         if self.on_selection is not None and len(selections) == 1 and not training:
             self.on_selection(selections[0])
@@ -326,6 +327,7 @@ class DocgraphAgent(Agent):
                 reply["selected_title"] = sel.title
                 reply["selected_sentence"] = sel.sentence
                 reply["top_concepts"] = list(sel.top_concepts)
+                reply["no_knowledge_gap"] = sel.no_knowledge_gap
             metrics = merge_metrics(rrep.get("metrics"), srep.get("metrics"))
             if metrics:
                 reply["metrics"] = metrics

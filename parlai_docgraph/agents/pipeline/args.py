@@ -107,6 +107,14 @@ def add_pipeline_args(parser: ParlaiParser) -> None:
         "cannot write fluent text (e.g. --responder-model tiny). Without a selected "
         "sentence (no_passages_used) the generated text is the reply")
     group.add_argument(
+        "--no-knowledge-margin", type=float, default=None,
+        help="how the pipeline decides between no knowledge and a sentence: unset, the "
+        "selector's top candidate; a number m, the best pool sentence unless the "
+        "no-knowledge candidate's score beats it by more than m (0: the selector's choice; "
+        "larger: a sentence more often; inf: always). For a selector trained where most "
+        "labels say no_passages_used (CMU_DoG's pseudo labels); the CMU_DoG zoo model's is "
+        "chosen on valid")
+    group.add_argument(
         "--reply-keeps-answer", type="bool", default=True,
         help="generate: a reply that leaves out a content word of the selected sentence "
         "that the user's turn does not hold (the 'why', the 'how much') is replaced by "

@@ -20,7 +20,7 @@ from parlai.core.opt import Opt
 
 from parlai_docgraph.agents.graph_selector.messages import message_passages
 from parlai_docgraph.graphs.knowledge_lines import NO_KNOWLEDGE_LINE, NO_PASSAGE
-from parlai_docgraph.graphs.selection import Selection
+from parlai_docgraph.graphs.selection import Selection, knowledge_candidate
 from parlai_docgraph.textnorm import clean_text, replaced_note
 
 #: the note that answers a chat message asking to load a file
@@ -89,17 +89,22 @@ def selector_message(msg: Message, context: Optional[str]) -> Message:
     return out
 
 
-def read_selection(msg: Any, reply: Any) -> Selection:
+def read_selection(msg: Any, reply: Any, margin: Optional[float] = None) -> Selection:
     """
     The :class:`~parlai_docgraph.graphs.selection.Selection` of the selector's reply to
     ``msg``: its ``selected_candidate`` (the position among the candidates
-    :func:`selector_message` gave it) located in the message's pool; the no-knowledge
-    selection for that candidate, for no reply, or for a message without a pool.
+    :func:`selector_message` gave it), or with a ``margin`` (``--no-knowledge-margin``) the
+    best pool sentence unless no-knowledge leads it by more
+    (:func:`~parlai_docgraph.graphs.selection.knowledge_candidate`), located in the
+    message's pool; the no-knowledge selection for that candidate, for no reply, or for a
+    message without a pool.
     """
     reply = reply or {}
-    return Selection.from_candidate(message_pool(msg), reply.get("selected_candidate"),
-                                    reply.get("candidate_scores"),
-                                    reply.get("top_concepts") or ())
+    scores = reply.get("candidate_scores")
+    candidate, gap = knowledge_candidate(reply.get("selected_candidate"),
+                                         reply.get("candidate_order"), scores, margin)
+    return Selection.from_candidate(message_pool(msg), candidate, scores,
+                                    reply.get("top_concepts") or (), gap)
 
 
 def keep_answer(reply: Message, selection: Selection, user_text: str) -> None:
