@@ -423,3 +423,14 @@ def test_margin_choice_combines_the_two_valid_runs_per_turn(tmp_path):
     assert best_margin([{"margin": 1.0, "f1": 0.5}, {"margin": -1.0, "f1": 0.5}])["margin"] == -1.0
     with pytest.raises(ValueError, match="different turns"):
         margin_curve(with_sentence, without[:2])
+
+
+def test_margin_script_without_logs_dir_fails_clearly(tmp_path):
+    """``--logs-dir`` is checked by the script, not by argparse (a required option made
+    ``parlai-docgraph --help`` print this script's usage): without it the script stops
+    before building or reading anything."""
+    from parlai_docgraph.scripts.cmu_dog_margin import CmuDogMargin
+
+    with pytest.raises(ValueError, match="--logs-dir"):
+        CmuDogMargin.main("--datapath", str(tmp_path))
+    assert not any(tmp_path.iterdir())

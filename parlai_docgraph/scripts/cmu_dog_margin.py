@@ -100,9 +100,11 @@ class CmuDogMargin(ParlaiScript):
         g.add_argument("--conversations", type=int, default=6,
                        help="a seeded sample of this many valid conversations (0: all)")
         g.add_argument("--sample-seed", type=int, default=0, help="the seed of that sample")
-        g.add_argument("--logs-dir", type=str, required=True,
-                       help="where the two runs' --world-logs go (they hold CMU_DoG text: "
-                       "keep them out of the repository)")
+        # checked in run(), not by argparse: ParlAI's super-command pre-parses every line
+        # with every script's parser, and a required option broke `parlai-docgraph --help`
+        g.add_argument("--logs-dir", type=str, default=None,
+                       help="required: where the two runs' --world-logs go (they hold "
+                       "CMU_DoG text: keep them out of the repository)")
         g.add_argument("--out", type=str, default=None,
                        help="the result file (JSON: the curve, the chosen margin, commands)")
         return parser
@@ -113,6 +115,9 @@ class CmuDogMargin(ParlaiScript):
         from parlai_docgraph.scripts.cmu_dog_eval import evaluate, row_args, task_args
 
         opt = self.opt
+        if not opt.get("logs_dir"):
+            raise ValueError("cmu_dog_margin needs --logs-dir DIR (outside the repository: "
+                             "the runs' world logs hold CMU_DoG text)")
         datapath = opt["datapath"]
         model_file = modelzoo_path(datapath, opt["zoo_model"])
         task = task_args("seen", opt["conversations"], opt["sample_seed"], "valid")
