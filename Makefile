@@ -101,7 +101,7 @@ demo: install
 	@echo "full log: $(DEMO_LOG)"
 	$(call step,verify_data docgraph:sample (bundled WoW-format sample),verify,$(BIN)/parlai verify_data -t docgraph:sample)
 	$(call step,verify_data docgraph:sample_kg (bundled OpenDialKG-format sample),verify,$(BIN)/parlai verify_data -t docgraph:sample_kg)
-	$(call step,eval_model zoo:docgraph/sample/model on docgraph:sample test (built from its bundled recipe on first use: about 6 min on 2 cores),eval,$(DEMO_EVAL))
+	$(call step,eval_model zoo:docgraph/sample/model on docgraph:sample test (built from its bundled recipe on first use: about 4.5 min on 2 cores),eval,$(DEMO_EVAL))
 	$(call step,one scripted parlai interactive turn over $(DEMO_DOC) ($(DEMO_QUESTION)),chat,$(DEMO_CHAT))
 	@echo "   graph of the turn: $(DEMO)/graph.html"
 	$(call step,docgraph:synthetic (unseen people): the graph selector (full) against the plain cross-encoder (none); know_acc,table,$(DEMO_ABLATE))
