@@ -245,3 +245,28 @@ def test_the_gsr_real_command_writes_its_result_file(tmp_path):
         assert figures["path_valid"] == 1.0 and figures["examples"] == 4
     assert markdown_table(result).splitlines()[2].startswith("| tiny T5 (random) |")
     assert "(LoRA" not in markdown_table(result)  # the real model is left out of --quick
+
+
+#: the retriever-choice table of docs/guide/long_documents.md: result file -> its row label
+RETRIEVER_ROWS = {"bm25": "`bm25`", "dense": "`dense`",
+                  "hybrid_k60": "`hybrid`, k 60 (Cormack et al.'s)",
+                  "hybrid_k1": "`hybrid`, k 1 (default)",
+                  "hybrid_k1_24": "`hybrid`, k 1, 24 sentences"}
+
+
+def test_retriever_choice_is_quoted_from_its_result_files():
+    """The table that chose the default retriever on docgraph:docqa valid: one heldout_eval
+    result file per row (``docs/results/retriever_choice/``), with the options of its row."""
+    guide = (ROOT / "docs" / "guide" / "long_documents.md").read_text(encoding="utf-8")
+    for name, label in RETRIEVER_ROWS.items():
+        data = json.loads((RESULTS / "retriever_choice" / f"{name}.json").read_text("utf-8"))
+        assert data["question_set"] == "valid" and data["settings"] == ["all_documents"]
+        assert data["retriever"] == name.split("_")[0]
+        assert data["retrieval_sentences"] == (24 if name.endswith("_24") else 32)
+        if data["retriever"] == "hybrid":
+            assert data["rrf_k"] == (60 if "k60" in name else 1)
+        (system,) = data["systems"].values()
+        row = (f"| {label} | {data['retrieval_recall']:.3f} | "
+               f"{data['retrieval_recall_paraphrased']:.3f} | "
+               f"{system['accuracy_all_documents']:.3f} |")
+        assert row in guide, row
