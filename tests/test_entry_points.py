@@ -99,3 +99,21 @@ def test_long_document_holds_the_given_documents_then_distinct_prose():
     assert list(prose_paragraphs(">>> import numpy\n>>> numpy.ones(3)")) == []
     sentence = "This paragraph is plain prose of more than twelve words and ends with a stop."
     assert list(prose_paragraphs(sentence)) == [sentence]
+
+
+def test_no_plugin_script_has_a_required_option():
+    """ParlAI's super-command pre-parses every command line with every script's parser, so
+    one ``required=True`` option anywhere makes ``parlai-docgraph`` and ``--help`` print that
+    script's usage (it happened twice: cmu_dog_labels' --reading, cmu_dog_margin's
+    --logs-dir). Each script checks its own required options in ``run()`` instead."""
+    from parlai.core.script import SCRIPT_REGISTRY, setup_script_registry
+
+    import parlai_docgraph.scripts  # noqa: F401  (registers the plugin's scripts)
+
+    setup_script_registry()
+    required = [f"{name}: {action.option_strings}"
+                for name, entry in SCRIPT_REGISTRY.items()
+                if entry.klass.__module__.startswith("parlai_docgraph")
+                for action in entry.klass.setup_args()._actions
+                if action.required and action.option_strings]
+    assert not required, required
