@@ -331,6 +331,19 @@ def test_train_and_eval_through_parlai(tmp_path, datapath):
         assert (h, r, t) in kg_lines, (h, r, t)
 
 
+def test_validation_evaluates_in_batches_of_eight_unless_told():
+    """train_model's validation batches (--eval-batchsize) default to 8 for DialogGSR: a CPU
+    decoding step costs about the same for 2 rows as for 10 (bench/gsr_eval_speed.py)."""
+    from parlai.scripts.train_model import TrainModel
+
+    from parlai_docgraph.agents.gsr.args import EVAL_BATCHSIZE
+
+    base = ["-m", "docgraph/gsr", "-t", "docgraph:sample_kg", "-bs", "2", "-mf", "/tmp/x"]
+    assert TrainModel.setup_args().parse_args(base)["eval_batchsize"] == EVAL_BATCHSIZE == 8
+    assert TrainModel.setup_args().parse_args(base + ["--eval-batchsize", "3"])["eval_batchsize"] == 3
+    assert TrainModel.setup_args().parse_args(base)["batchsize"] == 2  # training batches: -bs
+
+
 def test_pretrain_stage_through_parlai_moves_only_special_rows(tmp_path, datapath):
     """``--gsr-stage pretrain`` with weight decay and AdamW: all but the special rows stay put."""
     from parlai.scripts.train_model import TrainModel
