@@ -362,7 +362,16 @@ def fix_cmu_dog(module: ModuleType) -> None:
     module.build = build
 
 
+def lazy_scripts(module: ModuleType) -> None:
+    """Not a fault but 2.3 s of every ``parlai`` command: the super-command imports only
+    the script the command line names (:mod:`parlai_docgraph.lazy_scripts`)."""
+    from parlai_docgraph.lazy_scripts import lazy_superscript
+
+    lazy_superscript(module)
+
+
 PATCHES: Dict[str, Callable[[ModuleType], None]] = {
+    "parlai.core.script": lazy_scripts,
     "parlai.nn.lr_scheduler": _fix_lr_scheduler_module,
     "parlai.core.dict": fix_dict_np_int,
     "parlai.core.metrics": fix_metrics_none,

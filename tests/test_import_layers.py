@@ -173,7 +173,7 @@ def test_the_package_has_no_import_cycle() -> None:
 #: own layer or lower ones, never a higher one. Keyed by the first name under
 #: ``parlai_docgraph``; the package's ``__init__`` is ``""``.
 LAYERS = (
-    ("", "_hook", "compat", "env", "atomic", "memo", "nlp", "text_metrics", "metrics", "assets",
+    ("", "_hook", "compat", "lazy_scripts", "env", "atomic", "memo", "nlp", "text_metrics", "metrics", "assets",
      "reply_quality", "jsonio", "textnorm", "dataset_errors", "lazy"),
     ("graphs", "kg", "recipes"),
     ("models",),

@@ -1,17 +1,26 @@
 """
-Scripts of parlai-docgraph, registered with ParlAI's script registry on import (see
-:mod:`parlai_docgraph.cli`). Each is also runnable as ``python -m
-parlai_docgraph.scripts.<name>``.
+Scripts of parlai-docgraph. Each registers itself with ParlAI's script registry when its
+module is imported: ``parlai-docgraph COMMAND`` imports only COMMAND's
+(:data:`PLUGIN_SCRIPTS`, :mod:`parlai_docgraph.cli`), and :func:`register_all` all of them
+(the command list). Each is also runnable as ``python -m parlai_docgraph.scripts.<name>``.
 """
 
-from parlai_docgraph.scripts import datasets  # noqa: F401
-from parlai_docgraph.scripts import build_graphs  # noqa: F401
-from parlai_docgraph.scripts import show_graph  # noqa: F401
-from parlai_docgraph.scripts import ablate  # noqa: F401
-from parlai_docgraph.scripts import heldout_eval  # noqa: F401
-from parlai_docgraph.scripts import reply_eval  # noqa: F401
-from parlai_docgraph.scripts import cmu_dog_eval  # noqa: F401
-from parlai_docgraph.scripts import cmu_dog_labels  # noqa: F401
-from parlai_docgraph.scripts import cmu_dog_margin  # noqa: F401
-from parlai_docgraph.scripts import chat  # noqa: F401
-from parlai_docgraph.scripts import recipes  # noqa: F401  (parlai-docgraph recipes: the papers' table rows)
+from __future__ import annotations
+
+import importlib
+from typing import Dict
+
+#: command -> the module that registers it (``bench``: the package that registers every
+#: benchmark too)
+PLUGIN_SCRIPTS: Dict[str, str] = {
+    **{name: f"parlai_docgraph.scripts.{name}" for name in (
+        "datasets", "build_graphs", "show_graph", "ablate", "heldout_eval", "reply_eval",
+        "cmu_dog_eval", "cmu_dog_labels", "cmu_dog_margin", "chat", "recipes")},
+    "bench": "parlai_docgraph.bench",
+}
+
+
+def register_all() -> None:
+    """Import (so register) every script of :data:`PLUGIN_SCRIPTS`."""
+    for module in PLUGIN_SCRIPTS.values():
+        importlib.import_module(module)

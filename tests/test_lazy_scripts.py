@@ -1,0 +1,78 @@
+"""
+``parlai COMMAND`` / ``parlai-docgraph COMMAND`` import only COMMAND's script
+(:mod:`parlai_docgraph.lazy_scripts`): the tables match ParlAI's registry, a named command
+leaves the other scripts unimported (and imports them all with the patch off), and the
+command list still names every command.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import offline_env
+
+
+def _registry():
+    """Every script ParlAI and the plugin register: name -> (aliases, module)."""
+    from parlai.core.script import SCRIPT_REGISTRY, setup_script_registry
+
+    from parlai_docgraph.scripts import register_all
+
+    setup_script_registry()
+    register_all()
+    return {name: (tuple(e.aliases), e.klass.__module__) for name, e in SCRIPT_REGISTRY.items()}
+
+
+def test_the_tables_are_the_registry():
+    from parlai_docgraph.lazy_scripts import PARLAI_SCRIPTS
+    from parlai_docgraph.scripts import PLUGIN_SCRIPTS
+
+    registry = _registry()
+    stock = {name: entry for name, entry in registry.items() if entry[1].startswith("parlai.")}
+    want = {command: module for name, (aliases, module) in stock.items()
+            for command in (name, *aliases)}
+    assert dict(PARLAI_SCRIPTS) == want
+    ours = {name: module for name, (_, module) in registry.items()
+            if module.startswith("parlai_docgraph")}
+    # bench registers from parlai_docgraph.bench.cli, which the package imports
+    assert {n: m.replace(".bench.cli", ".bench") for n, m in ours.items()} == PLUGIN_SCRIPTS
+
+
+PROBE = """
+import json, sys
+from parlai.core.script import superscript_main
+superscript_main({args!r})
+print(json.dumps(sorted(m for m in sys.modules
+                        if m.startswith(("parlai.scripts.", "parlai_docgraph.scripts.",
+                                         "parlai.utils.safety")))))
+"""
+
+
+def _imported(args, compat: str = "1", cli: bool = False):
+    code = PROBE.format(args=args)
+    if cli:
+        code = code.replace("from parlai.core.script import superscript_main",
+                            "from parlai_docgraph.cli import main as superscript_main")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, env=offline_env({"PARLAI_DOCGRAPH_COMPAT": compat}))
+    assert out.returncode == 0, out.stderr[-2000:]
+    return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_a_named_command_imports_its_script_only(tmp_path):
+    args = ["dd", "-t", "docgraph:sample", "-n", "1", "--datapath", str(tmp_path)]
+    assert _imported(args) == {"parlai.scripts.display_data"}
+    unpatched = _imported(args, compat="0")
+    assert {"parlai.scripts.train_model", "parlai.utils.safety"} <= unpatched
+    mine = _imported(["datasets"], cli=True)
+    assert mine == {"parlai_docgraph.scripts.datasets"}
+
+
+def test_the_command_list_still_names_every_command():
+    out = subprocess.run([str(__import__("conftest").BIN / "parlai-docgraph"), "help"],
+                         capture_output=True, text=True, timeout=300, env=offline_env())
+    assert out.returncode == 0, out.stderr[-2000:]
+    for command in ("train_model", "display_data", "datasets", "bench", "heldout_eval"):
+        assert command in out.stdout, command
