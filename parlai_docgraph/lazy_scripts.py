@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 import sys
 from types import ModuleType
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence, Set
 
 _MARK = "_docgraph_lazy"
 
@@ -67,6 +67,19 @@ def registered(registry: Mapping[str, Any], command: str) -> bool:
     return command in registry or any(command in entry.aliases for entry in registry.values())
 
 
+def settle(registry: Dict[str, Any]) -> None:
+    """Build the parser of every script in ``registry`` until no new script registers: a
+    script's ``setup_args`` may import another script's module (``ablate``'s imports
+    ``train_model``'s), which registers it, and ``superscript_main`` builds the parsers while
+    it iterates over the registry (``RuntimeError: dictionary changed size during
+    iteration``). With every import done here, its own pass adds nothing."""
+    built: Set[str] = set()
+    while set(registry) - built:
+        for name in sorted(set(registry) - built):
+            registry[name].klass.setup_args()
+            built.add(name)
+
+
 def lazy_superscript(module: ModuleType) -> None:
     """Make ``module.superscript_main`` (``parlai.core.script``'s) import only the named
     command's script (module doc). Idempotent."""
@@ -80,6 +93,7 @@ def lazy_superscript(module: ModuleType) -> None:
             importlib.import_module(PARLAI_SCRIPTS[command])
         if command is None or not registered(module.SCRIPT_REGISTRY, command):
             return original(args)
+        settle(module.SCRIPT_REGISTRY)
         every_script = module.setup_script_registry
         module.setup_script_registry = lambda: None
         try:

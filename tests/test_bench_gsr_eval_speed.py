@@ -55,8 +55,10 @@ def test_eval_is_split_into_its_parts_with_eval_models_metrics(model_file, tmp_p
         parts = figures[clock]
         assert all(parts[f"{p}_s"] >= 0 for p in ("loss", "path_decoding", "response_decoding"))
         named = parts["loss_s"] + parts["path_decoding_s"] + parts["response_decoding_s"]
-        assert named <= parts["eval_step_s"] + 0.02
-        assert parts["other_s"] == pytest.approx(parts["eval_step_s"] - named, abs=0.02)
+        # each figure is rounded to 0.01 s on its own: four of them differ from the exact
+        # sum by at most 0.02, five by at most 0.025 (a fresh clone once gave 0.26 for 0.28)
+        assert named <= parts["eval_step_s"] + 0.02 + 1e-9
+        assert parts["other_s"] == pytest.approx(parts["eval_step_s"] - named, abs=0.025 + 1e-9)
     assert figures["wall"]["eval_step_s"] <= figures["eval_s"]
 
 
