@@ -53,6 +53,8 @@ SLOW_TESTS: Dict[str, str] = {
     "tests/test_gsr_causal.py::test_every_constrained_beam_is_in_the_kg[8-qwen]":
         "5 beams x 3 constraints over 8 prompts",
     "tests/test_heldout.py::test_zero_shot_cosine_has_headroom": "MiniLM over every question",
+    "tests/test_lazy_scripts.py::test_the_parlai_table_is_its_registry":
+        "imports all 29 ParlAI scripts (scikit-learn, a Transformer agent, safety_bench)",
     "tests/test_graph_scripts.py::test_two_workers_equal_one": "starts worker processes",
     "tests/test_graphs.py::test_real_wow_every_dialogue_links_a_named_person_to_later_pronouns":
         "parses every real WoW dialogue",
