@@ -72,7 +72,8 @@ def settle(registry: Dict[str, Any]) -> None:
     script's ``setup_args`` may import another script's module (``ablate``'s imports
     ``train_model``'s), which registers it, and ``superscript_main`` builds the parsers while
     it iterates over the registry (``RuntimeError: dictionary changed size during
-    iteration``). With every import done here, its own pass adds nothing."""
+    iteration``). With every import done here, its own pass adds nothing; building a parser
+    a second time costs about 1 ms (``ablate``'s: 29 ms the first time, 1 ms after)."""
     built: Set[str] = set()
     while set(registry) - built:
         for name in sorted(set(registry) - built):

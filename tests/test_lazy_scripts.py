@@ -11,7 +11,7 @@ import json
 import subprocess
 import sys
 
-from conftest import offline_env
+from conftest import BIN, offline_env
 
 
 def _registry():
@@ -74,7 +74,7 @@ def test_a_named_command_imports_its_script_only(tmp_path):
 
 
 def test_the_command_list_still_names_every_command():
-    out = subprocess.run([str(__import__("conftest").BIN / "parlai-docgraph"), "help"],
+    out = subprocess.run([str(BIN / "parlai-docgraph"), "help"],
                          capture_output=True, text=True, timeout=300, env=offline_env())
     assert out.returncode == 0, out.stderr[-2000:]
     for command in ("train_model", "display_data", "datasets", "bench", "heldout_eval"):
@@ -109,8 +109,6 @@ def test_settle_builds_the_parsers_a_setup_args_registers():
 def test_a_command_whose_parser_imports_another_script_runs():
     """``parlai-docgraph ablate`` (its parser imports train_model's module) failed with
     ``dictionary changed size during iteration`` before :func:`settle`; make demo runs it."""
-    from conftest import BIN
-
     out = subprocess.run([str(BIN / "parlai-docgraph"), "ablate", "--help"], capture_output=True,
                          text=True, timeout=300, env=offline_env())
     assert out.returncode == 0, out.stderr[-2000:]
