@@ -71,6 +71,46 @@ def test_settings_and_templates_without_a_system_role(qwen_tok):
     assert chat.end_of_turn_id(tok) == tok.eos_token_id  # '</turn>' is not one special token
 
 
+def test_a_prompt_is_fitted_to_its_cap_context_first_then_knowledge(qwen_tok):
+    """``max_tokens`` bounds the whole rendered prompt: the oldest turns go first, then
+    the newest turn's start, then the knowledge's end; under the cap nothing changes."""
+    long_turns = [f"the keeper and the boats, turn {i}" for i in range(12)]
+    knowledge = "Lighthouse: " + "a tower that emits light from a system of lamps " * 6
+    free = chat.chat_prompt(qwen_tok, knowledge, long_turns, 128, 128, "fact")
+    assert chat.chat_prompt(qwen_tok, knowledge, long_turns, 128, 128, "fact",
+                            max_tokens=len(free)) == free
+    fitted = chat.chat_prompt(qwen_tok, knowledge, long_turns, 128, 128, "fact",
+                              max_tokens=len(free) - 40)
+    assert len(fitted) <= len(free) - 40
+    text = qwen_tok.decode(fitted, skip_special_tokens=False)
+    assert text.count("<|im_start|>") < qwen_tok.decode(free, skip_special_tokens=False).count(
+        "<|im_start|>"), "older turns dropped"
+    assert "turn 11\n" in text and "Fact: " + knowledge in text, "the newest turn and the fact kept"
+    cramped = chat.chat_prompt(qwen_tok, knowledge, long_turns, 128, 128, "fact", max_tokens=60)
+    text = qwen_tok.decode(cramped, skip_special_tokens=False)
+    assert len(cramped) <= 60 and "Fact: Lighthouse" in text and knowledge not in text
+    with pytest.raises(ValueError, match="--responder-max-length"):
+        chat.chat_prompt(qwen_tok, knowledge, long_turns, 128, 128, "fact", max_tokens=5)
+
+
+def test_a_long_chat_leaves_the_reply_its_positions(qwen_dir):
+    """The template's own tokens come out of the context budget: with knowledge and history
+    each at their truncation, the reply still gets ``max_length - K - C - 2`` positions (a
+    prompt of K + C tokens plus the template used to leave none: empty replies)."""
+    agent = _agent(qwen_dir, "--chat-prompt", "fact", "--responder-knowledge-truncate", "32",
+                   "--responder-context-truncate", "32", "--responder-max-length", "80")
+    responder = agent._responder()
+    assert responder.prompt_limit == 66
+    words = "the keeper rowed out to the rock to light the lamp every evening"
+    for i in range(6):
+        msg = {"text": f"{i}: {words}", "title": "Lighthouse", "checked_sentence": words * 3,
+               "labels": [words], "episode_done": False}
+        obs = agent.observe(msg)
+        assert len(obs["text_vec"]) <= 66
+        assert responder.target_budget(len(obs["text_vec"])) >= 80 - 66
+        agent.self_observe({"text": words, "episode_done": False})
+
+
 def _agent(qwen_dir, *args):
     from parlai.core.agents import create_agent
     from parlai.core.params import ParlaiParser

@@ -156,7 +156,7 @@ class GPT2ResponderAgent(WeightsOnlyLoadMixin, FullyQualifiedOptMixin, TorchGene
         if self.uses_chat_template():
             return chat.chat_prompt(self.dict.hf_tokenizer, knowledge, turns,
                                     responder.context_truncate, responder.knowledge_truncate,
-                                    self.opt["chat_prompt"])
+                                    self.opt["chat_prompt"], max_tokens=responder.prompt_limit)
         return responder.build_prompt(self.dict.txt2vec(knowledge), self.dict.txt2vec(history_string))
 
     def save(self, path: Optional[str] = None) -> None:

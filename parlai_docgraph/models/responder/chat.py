@@ -27,7 +27,7 @@ template instead of the plain ``knowledge <eos> context <eos>`` layout:
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from parlai_docgraph.graphs.knowledge_lines import NO_PASSAGE
 
@@ -74,11 +74,19 @@ def _render(tokenizer: Any, messages: List[Dict[str, str]]) -> List[int]:
 
 def chat_prompt(
     tokenizer: Any, knowledge: str, turns: Sequence[str], context_truncate: int = 128,
-    knowledge_truncate: int = 128, layout: str = "system",
+    knowledge_truncate: int = 128, layout: str = "system", max_tokens: Optional[int] = None,
 ) -> List[int]:
     """
     Prompt ids of ``knowledge`` and the dialogue ``turns`` (oldest first) through the chat
     template, the knowledge placed as ``layout`` (:data:`LAYOUTS`) says.
+
+    ``max_tokens``: the prompt's most tokens, template included. The truncations alone do
+    not bound it (the template adds a default system message, role markers and the fact's
+    instruction: 40 to 60 SmolLM2 tokens), so a longer prompt is rebuilt with a context
+    budget smaller by the excess, down to one token, then with less knowledge. Why: a
+    responder's prompt and reply share ``--responder-max-length`` positions, and on
+    CMU_DoG valid 2 of 106 prompts (knowledge 128 + context 128 + template) left no reply
+    position at all, and more left two or three: empty or cut replies.
     """
     if layout not in LAYOUTS:
         raise ValueError(f"--chat-prompt must be one of {LAYOUTS}, got {layout!r}")
@@ -90,10 +98,32 @@ def chat_prompt(
         return tokenizer.decode(list(tokens), skip_special_tokens=True, clean_up_tokenization_spaces=False)
 
     know = ids(knowledge)
-    if knowledge_truncate and len(know) > knowledge_truncate:
-        knowledge = decode(know[:knowledge_truncate])
+    context_budget = context_truncate if context_truncate and context_truncate > 0 else None
+    knowledge_budget = knowledge_truncate if knowledge_truncate and knowledge_truncate > 0 else None
+    while True:
+        shown = knowledge
+        if knowledge_budget is not None and len(know) > knowledge_budget:
+            shown = decode(know[:knowledge_budget])
+        prompt = _layout(tokenizer, shown, _newest_turns(turns, context_budget, ids, decode), layout)
+        over = len(prompt) - max_tokens if max_tokens is not None else 0
+        if over <= 0:
+            return prompt
+        context = context_budget if context_budget is not None else len(ids(" ".join(turns)))
+        if context > 1:
+            context_budget = max(context - over, 1)
+            continue
+        shown_len = len(know) if knowledge_budget is None else min(knowledge_budget, len(know))
+        if shown_len == 0:
+            raise ValueError(
+                f"the chat template alone takes {len(prompt)} tokens, more than the prompt's "
+                f"{max_tokens}: raise --responder-max-length")
+        knowledge_budget = max(shown_len - over, 0)
+
+
+def _newest_turns(turns: Sequence[str], budget: Optional[int], ids: Any, decode: Any) -> List[str]:
+    """The newest ``turns`` within ``budget`` tokens (None: all); the newest turn alone too
+    long: its last ``budget`` tokens."""
     kept: List[str] = []
-    budget = context_truncate if context_truncate and context_truncate > 0 else None
     for turn in reversed([t for t in turns if t and t.strip()] or [""]):
         n = len(ids(turn))
         if budget is not None and n > budget:
@@ -104,6 +134,11 @@ def chat_prompt(
         if budget is not None:
             budget -= n
     kept.reverse()
+    return kept
+
+
+def _layout(tokenizer: Any, knowledge: str, kept: List[str], layout: str) -> List[int]:
+    """The rendered prompt of ``knowledge`` and the ``kept`` turns (newest last: ``user``)."""
     roles = ["user" if (len(kept) - 1 - i) % 2 == 0 else "assistant" for i in range(len(kept))]
     if roles and roles[0] == "assistant":
         kept, roles = kept[1:], roles[1:]

@@ -158,6 +158,14 @@ class Responder(nn.Module):
             context = context[len(context) - self.context_truncate :]
         return knowledge + [self.sep_id] + context + [self.sep_id]
 
+    @property
+    def prompt_limit(self) -> int:
+        """The most tokens of a prompt, ``knowledge_truncate + context_truncate + 2``: the
+        plain layout's longest, and the cap a chat-template prompt is fitted to
+        (:func:`.chat.chat_prompt`), so every prompt leaves ``max_length - prompt_limit``
+        reply tokens."""
+        return (self.knowledge_truncate or 0) + (self.context_truncate or 0) + 2
+
     def target_budget(self, prompt_len: int) -> int:
         """
         How many reply tokens (EOS included) fit in ``max_length`` after the prompt.
