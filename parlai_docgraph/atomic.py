@@ -4,11 +4,13 @@ Atomic file writes and verified reads for caches and split files (standard libra
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable, Optional, TypeVar, Union
+from typing import Callable, Iterator, Optional, TypeVar, Union
 
 T = TypeVar("T")
 
@@ -33,6 +35,17 @@ def write_text_atomic(path: Union[str, Path], text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+@contextlib.contextmanager
+def locked(path: Union[str, Path]) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``<path>.lock`` for the block: processes that
+    read-modify-write the same result file take turns (POSIX only)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{target}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def verified(body: str, check: Callable[[str], T]) -> Optional[T]:

@@ -434,3 +434,28 @@ def test_margin_script_without_logs_dir_fails_clearly(tmp_path):
     with pytest.raises(ValueError, match="--logs-dir"):
         CmuDogMargin.main("--datapath", str(tmp_path))
     assert not any(tmp_path.iterdir())
+
+
+def test_valid_settings_are_parsed_stored_and_chosen_by_f1(tmp_path):
+    """``cmu_dog_valid``: ``name=options;...`` settings; each run is added to one result file
+    under a lock and the setting of highest F1 is chosen (the first listed among equals); a
+    file measured on other turns is refused; without settings the script stops before
+    building anything."""
+    from parlai_docgraph.scripts.cmu_dog_valid import CmuDogValid, parse_settings, store_setting
+
+    assert parse_settings("greedy=--inference greedy; beam3=--inference beam --beam-size 3") == [
+        ("greedy", ["--inference", "greedy"]), ("beam3", ["--inference", "beam", "--beam-size", "3"])]
+    for bad in ("", "--inference greedy", "a=x;a=y", "=x"):
+        with pytest.raises(ValueError, match="--settings"):
+            parse_settings(bad)
+    out, setup = str(tmp_path / "valid.json"), {"fold": "valid", "conversations": 2}
+    for name, f1 in (("a", 0.11), ("b", 0.12), ("c", 0.12)):
+        data = store_setting(out, name, {"figures": {"f1": f1}, "options": name}, setup)
+    assert data["cmu_dog_valid"]["chosen"] == "b"
+    assert set(json.loads((tmp_path / "valid.json").read_text())["cmu_dog_valid"]["settings"]) == {
+        "a", "b", "c"}
+    with pytest.raises(ValueError, match="other turns"):
+        store_setting(out, "d", {"figures": {"f1": 0.5}}, {"fold": "valid", "conversations": 3})
+    with pytest.raises(ValueError, match="--settings"):
+        CmuDogValid.main("--datapath", str(tmp_path / "dp"))
+    assert not (tmp_path / "dp").exists()

@@ -125,6 +125,23 @@ def test_cmu_dog_eval_writes_a_result_file_the_page_reads(built):
         assert 0 <= systems[row]["seen"]["know_acc_k"] <= systems[row]["seen"]["know_mrr_k"] <= 1
 
 
+def test_valid_settings_run_as_documented(built):
+    """``parlai-docgraph cmu_dog_valid`` on the built model: each setting is one whole
+    ``eval_model`` run over the same valid turns, its options laid over the model's own."""
+    out = built["root"] / "cmu_dog_valid.json"
+    done = run_cli(["parlai-docgraph", "cmu_dog_valid", "--settings",
+                    "greedy=--inference greedy;never=--no-knowledge-margin -1000",
+                    "--conversations", "1", "--out", str(out), "--datapath", str(built["data"])],
+                   cwd=built["root"])
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    result = json.loads(out.read_text())["cmu_dog_valid"]
+    assert set(result["settings"]) == {"greedy", "never"} and result["chosen"] in result["settings"]
+    runs = result["settings"]
+    assert runs["greedy"]["figures"]["exs"] == runs["never"]["figures"]["exs"] > 0
+    assert "--no-knowledge-margin 1.5 --reply-keeps-answer true --no-knowledge-margin -1000" in \
+        runs["never"]["command"]
+
+
 def test_documented_chat_commands_as_written(built):
     """The documentation's ``parlai interactive`` commands over ``zoo:docgraph/cmu_dog/model``,
     as written, over the stand-in (the fixture's movies: --topic names one of them)."""

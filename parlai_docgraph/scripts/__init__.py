@@ -15,7 +15,7 @@ from typing import Dict
 PLUGIN_SCRIPTS: Dict[str, str] = {
     **{name: f"parlai_docgraph.scripts.{name}" for name in (
         "datasets", "build_graphs", "show_graph", "ablate", "heldout_eval", "reply_eval",
-        "cmu_dog_eval", "cmu_dog_labels", "cmu_dog_margin", "chat", "recipes")},
+        "cmu_dog_eval", "cmu_dog_labels", "cmu_dog_margin", "cmu_dog_valid", "chat", "recipes")},
     "bench": "parlai_docgraph.bench",
 }
 

@@ -39,7 +39,6 @@ is measured, under a lock, so two processes may share one file).
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shlex
@@ -48,7 +47,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
-from parlai_docgraph.atomic import write_text_atomic
+from parlai_docgraph.atomic import locked, write_text_atomic
 from parlai_docgraph.env import run_record
 from parlai_docgraph.jsonio import read_json
 
@@ -202,13 +201,13 @@ def task_args(split: str, conversations: int, seed: int, fold: str = "test") -> 
             "--metrics", "default,bleu-1", "-bs", "8", *GENERATION_ONLY]
 
 
-def evaluate(args: Sequence[str]) -> Dict[str, float]:
-    """ParlAI's ``eval_model`` of ``args`` (in this process): the :data:`FIGURES` it reports."""
+def evaluate(args: Sequence[str], figures: Sequence[str] = FIGURES) -> Dict[str, float]:
+    """ParlAI's ``eval_model`` of ``args`` (in this process): the ``figures`` it reports."""
     from parlai.scripts.eval_model import EvalModel
 
     report = EvalModel.main(*args)
     out = {}
-    for key in FIGURES:
+    for key in figures:
         if key in report:
             value = report[key]
             out[key] = round(float(value.value() if hasattr(value, "value") else value), 4)
@@ -259,9 +258,7 @@ def store_row(path: str, row: str, split: str, figures: Dict[str, float], comman
               setup: Dict[str, Any]) -> Dict[str, Any]:
     """Write one row's figures into the result file ``path`` (read-modify-write under a
     lock); the updated data."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
-    with open(f"{path}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with locked(path):
         data: Dict[str, Any] = read_json(path) if os.path.isfile(path) else {}
         result = data.setdefault("cmu_dog", {"systems": {}, "commands": {}})
         if result.get("setup", setup) != setup:
