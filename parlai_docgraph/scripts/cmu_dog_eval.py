@@ -175,6 +175,16 @@ def row_args(row: str, model_file: str, selectors: Dict[str, str], sample_model:
     }[row]()
 
 
+def add_valid_sample_args(group: Any, conversations: int) -> None:
+    """The options of the scripts that choose on valid: the zoo model (``--model-file``)
+    and the seeded sample of valid conversations (``--conversations``, ``--sample-seed``)."""
+    group.add_argument("--model-file", dest="zoo_model", type=str,
+                       default="zoo:docgraph/cmu_dog/model", help="the -m docgraph model")
+    group.add_argument("--conversations", type=int, default=conversations,
+                       help="a seeded sample of this many valid conversations (0: all)")
+    group.add_argument("--sample-seed", type=int, default=0, help="the seed of that sample")
+
+
 #: task arguments that only a generator reads (left out for a selector alone)
 GENERATION_ONLY = ("--skip-generation", "false")
 #: task arguments that eval_model or the agent reads, not the teacher alone

@@ -35,6 +35,7 @@ from parlai.core.script import ParlaiScript, register_script
 from parlai_docgraph.atomic import write_text_atomic
 from parlai_docgraph.env import run_record
 from parlai_docgraph.jsonio import iter_jsonl
+from parlai_docgraph.scripts.cmu_dog_eval import add_valid_sample_args
 
 #: what each logged turn yields: (human reply, model reply, no-knowledge gap or None)
 Turn = Tuple[str, str, Any]
@@ -95,11 +96,7 @@ class CmuDogMargin(ParlaiScript):
     def setup_args(cls) -> ParlaiParser:
         parser = ParlaiParser(True, False, description=cls.__doc__.strip())
         g = parser.add_argument_group("cmu_dog_margin")
-        g.add_argument("--model-file", dest="zoo_model", type=str,
-                       default="zoo:docgraph/cmu_dog/model", help="the -m docgraph model")
-        g.add_argument("--conversations", type=int, default=6,
-                       help="a seeded sample of this many valid conversations (0: all)")
-        g.add_argument("--sample-seed", type=int, default=0, help="the seed of that sample")
+        add_valid_sample_args(g, conversations=6)
         # checked in run(), not by argparse: ParlAI's super-command pre-parses every line
         # with every script's parser, and a required option broke `parlai-docgraph --help`
         g.add_argument("--logs-dir", type=str, default=None,

@@ -31,6 +31,7 @@ from parlai.core.script import ParlaiScript, register_script
 from parlai_docgraph.atomic import locked, write_text_atomic
 from parlai_docgraph.env import run_record
 from parlai_docgraph.jsonio import read_json
+from parlai_docgraph.scripts.cmu_dog_eval import add_valid_sample_args
 
 #: what each run keeps: cmu_dog_eval's figures and the parts of F1 (reply length decides
 #: between precision and recall)
@@ -81,14 +82,7 @@ class CmuDogValid(ParlaiScript):
     def setup_args(cls) -> ParlaiParser:
         parser = ParlaiParser(True, False, description=cls.__doc__.strip())
         g = parser.add_argument_group("cmu_dog_valid")
-        g.add_argument("--model-file", dest="zoo_model", type=str,
-                       default="zoo:docgraph/cmu_dog/model", help="the -m docgraph model")
-        g.add_argument("--settings", type=str, default="",
-                       help="required: 'name=eval_model options;name=options', each laid "
-                       "over the model's own options")
-        g.add_argument("--conversations", type=int, default=15,
-                       help="a seeded sample of this many valid conversations (0: all)")
-        g.add_argument("--sample-seed", type=int, default=0, help="the seed of that sample")
+        add_valid_sample_args(g, conversations=15)
         g.add_argument("--logs-dir", type=str, default=None,
                        help="also write each run's turns and replies (--world-logs) here; "
                        "they hold CMU_DoG text: keep them out of the repository")
