@@ -83,6 +83,9 @@ class CmuDogValid(ParlaiScript):
         parser = ParlaiParser(True, False, description=cls.__doc__.strip())
         g = parser.add_argument_group("cmu_dog_valid")
         add_valid_sample_args(g, conversations=15)
+        g.add_argument("--settings", type=str, default="",
+                       help="required: 'name=eval_model options;name=options', each laid "
+                       "over the model's own options")
         g.add_argument("--logs-dir", type=str, default=None,
                        help="also write each run's turns and replies (--world-logs) here; "
                        "they hold CMU_DoG text: keep them out of the repository")
