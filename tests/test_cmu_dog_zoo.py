@@ -9,12 +9,16 @@ writing a result file the results page reads.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
+from typing import List
 
 import pytest
 
 import cmu_dog_fixture as fx
 from conftest import run_cli
+from doc_sources import doc_text
 from parlai_docgraph.dataset_errors import MissingDatasetFile
 from parlai_docgraph.recipes import RecipeError, zoo_recipe
 
@@ -125,27 +129,50 @@ def test_cmu_dog_eval_writes_a_result_file_the_page_reads(built):
         assert 0 <= systems[row]["seen"]["know_acc_k"] <= systems[row]["seen"]["know_mrr_k"] <= 1
 
 
+def _documented(program: str) -> List[str]:
+    """The one command of the documentation's bash blocks that starts with ``program``
+    (continued lines joined), as an argument list."""
+    found = [shlex.split(line, comments=True)
+             for block in re.findall(r"```bash\n(.*?)```", doc_text(), re.S)
+             for line in block.replace("\\\n", " ").splitlines()
+             if line.strip().startswith(program)]
+    assert len(found) == 1, (program, found)
+    return found[0]
+
+
+def _set(args: List[str], option: str, value: str) -> None:
+    args[args.index(option) + 1] = value
+
+
 def test_valid_settings_run_as_documented(built):
-    """``parlai-docgraph cmu_dog_valid`` on the built model: each setting is one whole
+    """``parlai-docgraph cmu_dog_valid`` as the zoo page gives it, on the built model (one
+    valid conversation, the files under the test's folder): each setting is one whole
     ``eval_model`` run over the same valid turns, its options laid over the model's own."""
     out = built["root"] / "cmu_dog_valid.json"
-    done = run_cli(["parlai-docgraph", "cmu_dog_valid", "--settings",
-                    "greedy=--inference greedy;never=--no-knowledge-margin -1000",
-                    "--conversations", "1", "--out", str(out), "--datapath", str(built["data"])],
-                   cwd=built["root"])
+    args = _documented("parlai-docgraph cmu_dog_valid")
+    _set(args, "--conversations", "1")
+    _set(args, "--out", str(out))
+    _set(args, "--logs-dir", str(built["root"] / "valid_logs"))
+    # the stand-in's replies have at most 8 new tokens (its --label-truncate)
+    _set(args, "--settings", args[args.index("--settings") + 1].replace(
+        "--beam-min-length 20", "--beam-min-length 4"))
+    done = run_cli([*args, "--datapath", str(built["data"])], cwd=built["root"])
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     result = json.loads(out.read_text())["cmu_dog_valid"]
-    assert set(result["settings"]) == {"greedy", "never"} and result["chosen"] in result["settings"]
+    assert set(result["settings"]) == {"beam 3, min 20", "never a sentence"}
+    assert result["chosen"] in result["settings"]
     runs = result["settings"]
-    assert runs["greedy"]["figures"]["exs"] == runs["never"]["figures"]["exs"] > 0
-    assert "--no-knowledge-margin 1.5 --reply-keeps-answer true --no-knowledge-margin -1000" in \
-        runs["never"]["command"]
+    assert runs["beam 3, min 20"]["figures"]["exs"] == runs["never a sentence"]["figures"]["exs"] > 0
+    assert runs["never a sentence"]["command"].endswith(
+        "--no-knowledge-margin -1000 -t docgraph:cmu_dog --cmu-dog-split-type seen -dt valid "
+        "--cmu-dog-conversations 1 --cmu-dog-sample-seed 0 --metrics default,bleu-1 -bs 8 "
+        "--skip-generation false --datapath " + str(built["data"]) + " --world-logs "
+        + shlex.quote(str(built["root"] / "valid_logs" / "never a sentence.jsonl")))
 
 
 def test_documented_chat_commands_as_written(built):
     """The documentation's ``parlai interactive`` commands over ``zoo:docgraph/cmu_dog/model``,
     as written, over the stand-in (the fixture's movies: --topic names one of them)."""
-    import shlex
     import subprocess
 
     from conftest import BIN, offline_env
