@@ -108,3 +108,19 @@ def test_grounded_greedy_reply_is_capped_and_deterministic(responder):
     assert "hour" in reply or "late" in reply, reply
     capped = model.generate([prompt], generation_config({"inference": "greedy"}, max_new_tokens=3))
     assert len(capped[0][0].tokens) == 3
+
+
+@needs_weights
+def test_prompts_fit_their_cap_through_the_real_template(converted):
+    """SmolLM2's own template (a Llama-family tokenizer whose template adds a default system
+    message): a long chat fitted to ``max_tokens`` stays within it, keeps the newest turn
+    and the fact, and drops the oldest turns first."""
+    tok = load_tokenizer(converted)
+    turns = [f"the keeper rowed out to the rock, evening {i}" for i in range(16)]
+    free = chat.chat_prompt(tok, KNOWLEDGE, turns, 256, 64, "fact")
+    assert chat.chat_prompt(tok, KNOWLEDGE, turns, 256, 64, "fact", max_tokens=len(free)) == free
+    fitted = chat.chat_prompt(tok, KNOWLEDGE, turns, 256, 64, "fact", max_tokens=len(free) - 50)
+    assert len(fitted) <= len(free) - 50
+    text = tok.decode(fitted, skip_special_tokens=False)
+    assert "evening 15" in text and "Fact: " + KNOWLEDGE in text
+    assert "evening 0\n" not in text and "evening 0<" not in text
