@@ -9,6 +9,8 @@ still run. Importing this module also makes the site's generators importable
 
 from __future__ import annotations
 
+import re
+import shlex
 import sys
 from pathlib import Path
 from typing import List
@@ -40,3 +42,15 @@ def doc_text() -> str:
 def page(name: str) -> str:
     """One page of the site by its path under ``docs/`` (``guide/chat.md``)."""
     return (DOCS / name).read_text(encoding="utf-8")
+
+
+def bash_commands() -> List[List[str]]:
+    """Every command line of the documentation's ``bash`` blocks (continued lines joined,
+    comments dropped, blank lines skipped), as argument lists, in reading order."""
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", doc_text(), re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            args = shlex.split(line, comments=True)
+            if args:
+                commands.append(args)
+    return commands

@@ -9,7 +9,6 @@ writing a result file the results page reads.
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from pathlib import Path
 from typing import List
@@ -18,7 +17,7 @@ import pytest
 
 import cmu_dog_fixture as fx
 from conftest import run_cli
-from doc_sources import doc_text
+from doc_sources import bash_commands
 from parlai_docgraph.dataset_errors import MissingDatasetFile
 from parlai_docgraph.recipes import RecipeError, zoo_recipe
 
@@ -130,12 +129,8 @@ def test_cmu_dog_eval_writes_a_result_file_the_page_reads(built):
 
 
 def _documented(program: str) -> List[str]:
-    """The one command of the documentation's bash blocks that starts with ``program``
-    (continued lines joined), as an argument list."""
-    found = [shlex.split(line, comments=True)
-             for block in re.findall(r"```bash\n(.*?)```", doc_text(), re.S)
-             for line in block.replace("\\\n", " ").splitlines()
-             if line.strip().startswith(program)]
+    """The one command of the documentation's bash blocks that starts with ``program``."""
+    found = [a for a in bash_commands() if a[:len(program.split())] == program.split()]
     assert len(found) == 1, (program, found)
     return found[0]
 

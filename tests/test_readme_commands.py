@@ -33,22 +33,19 @@ from typing import List
 import pytest
 
 from conftest import BIN, offline_env, run_cli
-from doc_sources import doc_text
+from doc_sources import bash_commands, doc_text
 
 PROGRAMS = (("parlai", "interactive"), ("parlai", "self_chat"), ("parlai-docgraph", "chat"))
 QUESTION = "Why did the keepers live without their families?"
 
 
 def readme_commands() -> List[List[str]]:
-    """The commands of :data:`PROGRAMS` in the documentation's bash blocks (continued lines
-    joined, comments dropped), as argument lists; a command given on two pages once."""
-    text = doc_text()
-    commands = []
-    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            args = shlex.split(line, comments=True)
-            if tuple(args[:2]) in PROGRAMS and args not in commands:
-                commands.append(args)
+    """The commands of :data:`PROGRAMS` in the documentation's bash blocks, as argument
+    lists; a command given on two pages once."""
+    commands: List[List[str]] = []
+    for args in bash_commands():
+        if tuple(args[:2]) in PROGRAMS and args not in commands:
+            commands.append(args)
     return commands
 
 
