@@ -68,3 +68,26 @@ def test_the_factory_builds_and_keys_through_the_registered_spec(monkeypatch):
     assert key == GraphFactory(GraphConfig()).key(PASSAGES)
     with pytest.raises(ValueError, match="cannot extend a semantic graph"):
         factory.extend(graph, PASSAGES)
+
+
+def test_builder_options_and_layout_come_from_the_spec(monkeypatch):
+    """What differs between builders is read from the spec, not from its name: the config's
+    builder options, the selector's node layout (which nodes the concept head scores,
+    whether the graph carries its no-knowledge node) and the parse cache."""
+    class Options(_Counting):
+        def build_options(self, config: Any) -> dict:
+            return {"from_spec": config.coref_merge}
+
+    monkeypatch.setitem(BUILDERS._specs, "semantic", Options())
+    assert GraphConfig(coref_merge="none").build_options() == {"from_spec": "none"}
+    assert GraphConfig(variant="none").build_options() == {}
+    semantic, multilevel = BuilderSpec, builder_spec("multilevel")
+    assert (semantic.concept_nodes, semantic.own_no_passage_node) == ("concept_node", False)
+    assert (multilevel.concept_nodes, multilevel.own_no_passage_node) == ("word_node", True)
+    assert not multilevel.reads_parses and not BuilderSpec.reads_parses
+    monkeypatch.undo()
+    assert builder_spec("semantic").reads_parses
+    assert GraphConfig(variant="multilevel", multilevel_ablation="no_word_nodes").build_options() \
+        == {"word_nodes": False}
+    assert GraphConfig(coref_merge="unlinked").build_options() == {
+        "coref_merge": "none", "coref_edges": False}

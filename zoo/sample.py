@@ -48,10 +48,10 @@ RECIPE = {
         # valid, never on the held-out test split, as the mean of seeds 0-2 (accuracy /
         # MRR on the first 37 valid questions): 7 negatives 0.937 / 0.969; every sentence
         # (--num-negatives 0) 0.937 / 0.967 in 1.8x the training time (235 s instead of
-        # 131 s, too slow for make demo); 3 negatives 0.901 / 0.944; the 121 questions of
-        # the previous recipe 0.919 / 0.948; zero-shot cosine 0.892. One epoch as
-        # before (the previous recipe's training loss was near zero in a second epoch; not
-        # re-measured with the new questions). --own-loss-weight 1 on all 124 valid
+        # 131 s, too slow for make demo); 3 negatives 0.901 / 0.944; a 121-question
+        # training set 0.919 / 0.948; zero-shot cosine 0.892. One epoch (with the
+        # 121-question set the training loss was near zero in a second epoch; a second
+        # epoch over the 292 questions was not measured). --own-loss-weight 1 on all 124 valid
         # questions: accuracy 0.884 against 0.882 without it and 0.867 with 3 (seeds 0-1);
         # a tie, adopted because the cross-encoder + graph part then ranks by itself
         # (0.77 of valid alone instead of 0.35) at no extra cost (docs/guide/zoo.md)
@@ -61,8 +61,9 @@ RECIPE = {
         "--selector-hidden", "64", "--selector-layers", "2", "--selector-heads", "1",
         "--share-layers", "true", "--type-dim", "16", "--selector-dropout", "0.0",
         "--concept-loss-weight", "1.0", "--context-turns", "2", "--pair-truncate", "64",
-        # what the recipe was measured with, before Li Eq. 7's per-graph mean and the
-        # own-text node encoding became the defaults (not re-measured with them)
+        # the settings the recipe was chosen with, stated because the defaults differ
+        # (Li Eq. 7's per-graph mean, own-text node encoding; the recipe was not measured
+        # with those)
         "--concept-loss-mean", "batch", "--node-text-encoding", "in_sentence",
         "--num-negatives", "7", "--shuffle-candidates", "true",
         "--similarity-prior", "20", "--similarity-prior-encoder", "shared",
@@ -92,8 +93,7 @@ RECIPE = {
         # questions answered by their answer sentence, the knowledge beside the turn
         # (--chat-prompt fact). Chosen on docgraph:docqa valid only (all 124 questions,
         # parlai-docgraph reply_eval --fold valid; docs/results/reply_quality_valid.json):
-        # adding the docgraph:sample wizard turns to the training data (the previous
-        # recipe) gave knowledge F1 against the selected sentence 0.763 and 23.4% of replies
+        # adding the docgraph:sample wizard turns to the training data gave knowledge F1 against the selected sentence 0.763 and 23.4% of replies
         # with unsupported words; docqa alone 0.914 and 7.3% (the wizard turns teach
         # replies that add words of their own). Every optimisation option is stated:
         # AdamW (LoRA's usual optimiser; lr 2e-4, betas 0.9/0.999, no weight decay), clip

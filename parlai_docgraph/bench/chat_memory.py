@@ -5,7 +5,7 @@ with one large upload each, and after those sessions expire.
 
 Two kinds of upload, each in a server of its own:
 
-* ``body_1_9mb``: a request body of 1.9 MB, the upload of issue 39. A document may have
+* ``body_1_9mb``: a request body of 1.9 MB, just under the server's 2 MB cap. A document may have
   200,000 characters, so a body that large is mostly JSON escapes: English sentences (the
   bundled demo document's, numbered) each followed by emoji, which the page's
   ``JSON.stringify`` would send as 4 bytes and Python's ``json.dumps`` sends as 12
@@ -177,7 +177,7 @@ def _one_round(pid: int, port: int, tmp: Path, text: str, sessions: int):
 
 @register_benchmark("chat_memory")
 def chat_memory_benchmark(quick: bool = False) -> Dict[str, Any]:
-    """Issue 39: the web chat server's RSS with 64 sessions of one large upload, and after."""
+    """The web chat server's RSS with 64 sessions of one large upload, and after."""
     datapath = os.environ.get("PARLAI_DATAPATH") or _default_datapath()
     kinds = ("body_1_9mb",) if quick else ("body_1_9mb", "prose_200k")
     return {"model": MODEL, "idle_timeout_s": IDLE_TIMEOUT,

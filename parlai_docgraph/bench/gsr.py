@@ -19,6 +19,10 @@ DialogGSR speed figures, registered as the ``gsr`` benchmark of ``parlai-docgrap
   over fewer steps.
 * ``processor_ms_per_call`` -- the constrained ``LogitsProcessor`` alone, per decoding
   step of 5 beams (what the constraint adds to a step, free of model-time noise).
+* ``processor_floor_vs_unconstrained_beam`` -- the free calls with a processor that does
+  the least any constraining processor must (read the prefixes, write a new score tensor;
+  :class:`_LeastProcessor`, outputs equal to its inputs) over the free calls: the part of
+  ``constrained_vs_unconstrained_beam`` no trie code can remove.
 * ``trie_build_ms_per_turn`` -- tokenizing the turn's candidate paths and building the
   prefix trie (bundled ``docgraph:sample_kg`` turns).
 * ``katz_*`` -- Katz scores (Eq. 6, K = 2) on a KG of OpenDialKG's size: the real entity
@@ -32,13 +36,14 @@ Run: ``python -m parlai_docgraph.bench.gsr [--quick]`` or, once registered,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import numpy as np
 
@@ -61,24 +66,61 @@ def _sample_turns(limit: int) -> List[Dict[str, Any]]:
     return [a for a in acts if a.get("kg_candidates")][:limit]
 
 
+@contextlib.contextmanager
+def _generate_wrapped(model, wrap: Callable[[Callable], Callable]) -> Iterator[None]:
+    """Within the block, ``model.lm.generate`` is ``wrap(the real generate)`` (an instance
+    attribute over the method, removed after)."""
+    lm = model.lm
+    lm.generate = wrap(lm.generate)
+    try:
+        yield
+    finally:
+        del lm.generate
+
+
 def _steps(model, *args, **kwargs) -> int:
     """Decoding steps of one ``model.generate_paths(*args, **kwargs)`` call (its
     ``generate`` returns one score tensor per step)."""
-    lm = model.lm
     counted: List[int] = []
-    real = lm.generate
 
-    def counting(*a, **k):
-        out = real(*a, **k)
-        counted.append(len(out.scores))
-        return out
+    def counting(real):
+        def generate(*a, **k):
+            out = real(*a, **k)
+            counted.append(len(out.scores))
+            return out
+        return generate
 
-    lm.generate = counting  # an instance attribute over the method, for this call only
-    try:
+    with _generate_wrapped(model, counting):
         model.generate_paths(*args, **kwargs)
-    finally:
-        del lm.generate
     return counted[0]
+
+
+class _LeastProcessor:
+    """
+    The least work a constraining ``LogitsProcessor`` does at a step, without a trie: read
+    the beams' prefixes (``input_ids.tolist()``), write a new score tensor (a copy) and
+    scatter into it values read from the scores (each row's first token, rewritten with
+    its own score). Its output equals its input, so a search with it is the free search
+    step for step: ``processor_floor_vs_unconstrained_beam`` is what four tensor calls
+    between two model steps cost, the floor under any processor built on ``transformers``'
+    interface.
+    """
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        input_ids.tolist()
+        first = torch.zeros((scores.shape[0], 1), dtype=torch.long)
+        return scores.clone().scatter_(1, first, scores.gather(1, first))
+
+
+def _with_least_processor(real):
+    from transformers import LogitsProcessorList
+
+    def generate(*a, **k):
+        k["logits_processor"] = LogitsProcessorList([*k.get("logits_processor", []), _LeastProcessor()])
+        return real(*a, **k)
+    return generate
 
 
 def _beam_ratio(model, inputs, turns, reps: int) -> Dict[str, Any]:
@@ -125,16 +167,23 @@ def _beam_ratio(model, inputs, turns, reps: int) -> Dict[str, Any]:
         for src, n in zip(sources, steps):
             model.generate_paths([src], None, max_new_tokens=n, **beams)
 
+    def least() -> None:
+        with _generate_wrapped(model, _with_least_processor):
+            free()
+
     times = alternated({"constrained": lambda: constrained(False), "unconstrained": free,
-                        "with_trie_build": lambda: constrained(True)}, reps)
+                        "with_trie_build": lambda: constrained(True), "least": least}, reps)
     ratio = ratio_spread(times["constrained"], times["unconstrained"])
     with_trie = ratio_spread(times["with_trie_build"], times["unconstrained"])
+    floor = ratio_spread(times["least"], times["unconstrained"])
     per_step = 1000 / sum(steps)
     return {
         "constrained_vs_unconstrained_beam": ratio["median"],
         "constrained_vs_unconstrained_beam_spread": ratio,
         "constrained_vs_unconstrained_beam_with_trie_build": with_trie["median"],
         "constrained_vs_unconstrained_beam_with_trie_build_spread": with_trie,
+        "processor_floor_vs_unconstrained_beam": floor["median"],
+        "processor_floor_vs_unconstrained_beam_spread": floor,
         "steps": sum(steps),
         "ms_per_step_constrained": round(per_step * statistics.median(times["constrained"]), 3),
         "ms_per_step_unconstrained": round(per_step * statistics.median(times["unconstrained"]), 3),

@@ -19,6 +19,13 @@ from parlai_docgraph.graphs.schema import DocumentGraph
 
 Items = Sequence[Tuple[str, Sequence[str]]]
 
+#: Zhang & Tan Table 3: ``--multilevel-ablation`` -> options of ``build_multilevel_graph``.
+MULTILEVEL_ABLATIONS: Dict[str, Dict[str, Any]] = {
+    "none": {},
+    "no_topic_nodes": {"topic_nodes": False},
+    "no_word_nodes": {"word_nodes": False},
+}
+
 
 class BuilderSpec:
     """
@@ -31,6 +38,20 @@ class BuilderSpec:
     name = ""
     #: whether :meth:`extend` can append passages to a stored graph
     extendable = False
+    #: whether it parses sentences with the ``--graph-parser`` backend, which the graph
+    #: store's sentence parse cache (:mod:`.parse_cache`) can serve
+    reads_parses = False
+    #: whether its graphs carry their own no-knowledge node (``meta["no_passage_node"]``);
+    #: otherwise the selector appends one after the last node
+    own_no_passage_node = False
+    #: the :func:`~parlai_docgraph.models.selector.common.graph_index` entry whose nodes the
+    #: selector's concept head scores
+    concept_nodes = "concept_node"
+
+    def build_options(self, config: Any) -> Dict[str, Any]:
+        """The builder's keyword options for ``config`` (a :class:`~.config.GraphConfig`):
+        its variant's ``build_options`` and the options the config adds."""
+        return config.variant.build_options
 
     def backends(self, config: Any, parse_cache: Optional[str], parse_memo: int) -> Tuple[Any, ...]:
         return ()
@@ -58,6 +79,16 @@ class SemanticBuilder(BuilderSpec):
 
     name = "semantic"
     extendable = True
+    reads_parses = True
+
+    def build_options(self, config: Any) -> Dict[str, Any]:
+        """The variant's switches and ``--coref-merge`` (``unlinked``: no merge, no edges)."""
+        options = config.variant.build_options
+        if config.coref_merge == "unlinked":
+            options.update(coref_merge="none", coref_edges=False)
+        elif config.coref_merge != "all":
+            options["coref_merge"] = config.coref_merge
+        return options
 
     def backends(self, config: Any, parse_cache: Optional[str], parse_memo: int) -> Tuple[Any, ...]:
         from parlai_docgraph.graphs.coref import get_coref
@@ -103,6 +134,12 @@ class MultilevelBuilder(BuilderSpec):
     always on the dependency parser and the rule resolver, which it loads itself."""
 
     name = "multilevel"
+    own_no_passage_node = True
+    concept_nodes = "word_node"
+
+    def build_options(self, config: Any) -> Dict[str, Any]:
+        """Zhang & Tan Table 3's ``--multilevel-ablation``."""
+        return dict(MULTILEVEL_ABLATIONS[config.multilevel_ablation])
 
     def descriptions(self, backends: Tuple[Any, ...]) -> List[str]:
         from parlai_docgraph.graphs.coref import RuleCoref

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from parlai_docgraph.graphs.builders import MULTILEVEL_ABLATIONS, builder_spec
+
 GRAPH_PARSERS: Tuple[str, ...] = ("dep", "amr")
 GRAPH_COREFS: Tuple[str, ...] = ("rule", "coreferee", "none")
 #: ``--graph-coref-merge``: the ``coref_merge`` modes of ``semantic.build_document_graph``,
@@ -91,7 +93,9 @@ class VariantSpec:
     What a ``--graph-variant`` is made of: the graph ``builder`` (a name registered in
     :mod:`.builders`, ``None`` without a graph) and its ``build_options``; the ``selector``
     family that scores it (registered in ``models/selector/build.py``); whether that model
-    reads node features (``text_only``: no); and which paper's node text encoding
+    reads node features (``text_only``: no); whether its graphs have concept nodes for the
+    concept head (``concepts``) and keep their node and edge types (``typed``: no, one type
+    for all, as Li et al.'s homogeneous ablation); and which paper's node text encoding
     ``--node-text-encoding auto`` means (``own_text`` or ``in_sentence``).
     """
 
@@ -100,6 +104,8 @@ class VariantSpec:
     build_options: Mapping[str, Any] = field(default_factory=dict)
     text_only: bool = False
     node_text: str = "in_sentence"
+    concepts: bool = True
+    typed: bool = True
 
 
 #: The variants, one row each: Li et al. Table 7 (builder options of
@@ -108,19 +114,15 @@ class VariantSpec:
 #: its row here.
 VARIANT_SPECS: Dict[GraphVariant, VariantSpec] = {
     GraphVariant.FULL: VariantSpec("semantic"),
-    GraphVariant.SENTENCE: VariantSpec("semantic", build_options={"sentence_graph": True}),
+    GraphVariant.SENTENCE: VariantSpec("semantic", build_options={"sentence_graph": True},
+                                       concepts=False),
     GraphVariant.COREF: VariantSpec("semantic", build_options={"role_edges": False}),
-    GraphVariant.HOMOGENEOUS: VariantSpec("semantic", build_options={"homogeneous": True}),
+    GraphVariant.HOMOGENEOUS: VariantSpec("semantic", build_options={"homogeneous": True},
+                                          typed=False),
     GraphVariant.MULTILEVEL: VariantSpec("multilevel", selector="multilevel",
                                          node_text="own_text"),
     GraphVariant.PATHS: VariantSpec("semantic", text_only=True),
-    GraphVariant.NONE: VariantSpec(None, text_only=True),
-}
-#: Zhang & Tan Table 3: ``--multilevel-ablation`` -> options of ``build_multilevel_graph``.
-MULTILEVEL_ABLATIONS: Dict[str, Dict[str, Any]] = {
-    "none": {},
-    "no_topic_nodes": {"topic_nodes": False},
-    "no_word_nodes": {"word_nodes": False},
+    GraphVariant.NONE: VariantSpec(None, text_only=True, concepts=False),
 }
 #: Li et al. Table 7 ablations by name (the semantic variants that change the graph).
 TABLE7_VARIANTS: Tuple[GraphVariant, ...] = (
@@ -215,15 +217,12 @@ class GraphConfig:
         return self.variant.uses_graph
 
     def build_options(self) -> Dict[str, Any]:
-        """Keyword options of the builder (``--multilevel-ablation`` included)."""
-        if self.builder == "multilevel":
-            return dict(MULTILEVEL_ABLATIONS[self.multilevel_ablation])
-        options = self.variant.build_options
-        if self.coref_merge == "unlinked":
-            options.update(coref_merge="none", coref_edges=False)
-        elif self.coref_merge != "all":
-            options["coref_merge"] = self.coref_merge
-        return options
+        """Keyword options of the builder, as its :class:`~.builders.BuilderSpec` reads them
+        from this config (``--coref-merge``, ``--multilevel-ablation``); empty without a
+        graph."""
+        if self.builder is None:
+            return {}
+        return builder_spec(self.builder).build_options(self)
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-safe fields (inverse: ``GraphConfig(**d)``)."""

@@ -20,7 +20,7 @@ dialogue*, not over a corpus; a graph over every sentence of a book does not fit
 
 :meth:`DocumentIndex.retrieve` returns a turn's pool: every passage while the documents
 have at most ``budget`` sentences (small documents keep the whole-document pool, their
-paragraphs uncut, exactly as before); otherwise the retriever's ranking for the dialogue
+paragraphs uncut); otherwise the retriever's ranking for the dialogue
 (the user's last turn, plus ``history_weight`` times the score of the ``history_turns``
 turns before it), taken best first while their sentences fit ``budget``, returned in
 document order so the graph's narrative-order edges and the coreference rules read them as
@@ -48,10 +48,10 @@ from parlai_docgraph.textnorm import decode_text, replaced_note
 #: document, plain-text headings are titles)
 INDEX_FORMAT_VERSION = 2
 #: the default sentence budget of a turn's pool (``--retrieval-sentences``): chosen on the
-#: docgraph:docqa valid questions asked against all 13 valid documents at once (BM25, the
-#: zoo model before multi-document pools: accuracy 0.839 / 0.847 / 0.839 at 24 / 32 / 40
+#: docgraph:docqa valid questions asked against all 13 valid documents at once (BM25 with a
+#: selector trained on single-document pools: accuracy 0.839 / 0.847 / 0.839 at 24 / 32 / 40
 #: sentences; retrieval recall 0.960 / 0.976 / 0.976); with the hybrid retriever and the zoo
-#: model of multi-document pools 24 and 32 tie (recall 1.000, accuracy 0.871), so it stays
+#: selector of multi-document pools 24 and 32 tie (recall 1.000, accuracy 0.871)
 DEFAULT_BUDGET = 32
 
 

@@ -51,8 +51,7 @@ sequences; the surplus ones repeat valid paths with a sequence score of about ``
 (beam search's stand-in for ``-inf``). Drop them by ``sequences_scores`` or deduplicate.
 
 Cost per decoding step (callgrind instruction counts on 8 sample turns of the
-tiny T5, beam 5: the processor was 8.4% of the free beam search's instructions, now 2.7%;
-outputs bit for bit the same). On the first step every trie is laid out once: its
+tiny T5, beam 5: the processor is 2.7% of the free beam search's instructions). On the first step every trie is laid out once: its
 tokens, its token-sorted child ranges and the ``(1 - alpha) log p_graph`` of every node
 (:func:`graph_log_probs`, all siblings at once: the Katz rows of the turn). At each step
 a beam's node is found from its prefix's bytes (memoised: the prefix less its last token

@@ -57,6 +57,7 @@ from parlai.core.params import ParlaiParser
 from parlai.core.script import ParlaiScript, register_script
 
 from parlai_docgraph.graphs.store import default_store_root, resolve_store_root
+from parlai_docgraph.graphs.builders import builder_spec
 from parlai_docgraph.graphs.config import GraphConfig
 from parlai_docgraph.graphs.factory import GraphFactory
 
@@ -266,7 +267,7 @@ class BuildGraphs(ParlaiScript):
 
         config = GraphConfig.from_opt(opt)
         parses = None
-        if opt["parse_cache"] and config.builder == "semantic":
+        if opt["parse_cache"] and config.builder and builder_spec(config.builder).reads_parses:
             from parlai_docgraph.graphs.parse_cache import ParseCache
 
             parses = ParseCache.for_store(root)

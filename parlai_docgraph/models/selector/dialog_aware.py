@@ -170,15 +170,16 @@ class DialogAwareSelector(nn.Module):
         self.concept_loss_weight, self.add_reverse_edges = concept_loss_weight, add_reverse_edges
         self.context_encoder, self.pooling = context_encoder, pooling
         self.context_proj = nn.Linear(context_dim or node_dim, hidden)
-        self.use_graph = variant != "none" and num_layers > 0
-        self.use_concepts = self.use_graph and variant != "sentence"
+        spec = GraphVariant(variant).spec
+        self.use_graph = not spec.text_only and num_layers > 0
+        self.use_concepts = self.use_graph and spec.concepts
+        self.typed = spec.typed
         self.use_relevance = self.use_graph and relevance
         self.score_head = _mlp(2 * hidden if self.use_graph else hidden, hidden, 1)
         self.convs = nn.ModuleList()
         if self.use_graph:
-            homogeneous = variant == "homogeneous"
-            n_types = 1 if homogeneous else CONTEXT_NODE_TYPE + 1
-            e_types = 1 if homogeneous else (CONTEXT_EDGE_TYPE + 1) * (1 + add_reverse_edges)
+            n_types = CONTEXT_NODE_TYPE + 1 if self.typed else 1
+            e_types = (CONTEXT_EDGE_TYPE + 1) * (1 + add_reverse_edges) if self.typed else 1
             self.node_proj = nn.Linear(node_dim, hidden)
             if relevance:
                 self.relevance_emb = RelevanceEmbedding(hidden, type_dim)
@@ -273,7 +274,7 @@ class DialogAwareSelector(nn.Module):
         if self.add_reverse_edges:
             ei = torch.cat([ei, ei.flip(0)], dim=1)
             et = torch.cat([et, et + CONTEXT_EDGE_TYPE + 1])
-        if self.variant == "homogeneous":
+        if not self.typed:
             nt, et = torch.zeros_like(nt), torch.zeros_like(et)
         h = h0
         for layer in range(self.num_layers):

@@ -146,7 +146,7 @@ class GraphProvider:
         """The document graph of ``passages`` for this config (extended, stored, or built)."""
         if self.factory is None:
             raise ValueError(f"--graph-variant {self.variant} has no graph")
-        if (base is not None and self.factory.builder == "semantic"
+        if (base is not None and self.factory.spec.extendable
                 and len(base) < len(passages) and passages[:len(base)] == base):
             hit = self._memo.get(_pool_key(base))
             if hit is not None:
@@ -178,9 +178,10 @@ class GraphProvider:
                               cache=self.embed_cache, pooling=self.pooling,
                               own_text=self.own_text)
             x, unit = emb.vectors, torch.nn.functional.normalize(emb.mean_vectors, dim=-1)
-        if self.factory.builder == "multilevel":
+        spec = self.factory.spec
+        words = index[spec.concept_nodes]
+        if spec.own_no_passage_node:
             no_passage = int(graph.meta["no_passage_node"])
-            words = index["word_node"]
             passage = index["node_passage"]
         else:  # a trailing no-passage node
             no_passage = int(tensors["num_nodes"])
@@ -190,7 +191,6 @@ class GraphProvider:
             if x is not None:
                 x = torch.cat([x, x.new_zeros(1, x.size(1))])
                 unit = torch.cat([unit, unit.new_zeros(1, unit.size(1))])
-            words = index["concept_node"]
             passage = torch.cat([index["node_passage"], torch.tensor([len(passages)])])
         # what every turn over this pool reads, computed once (recomputed per
         # turn they were a third of the graph's extra cost of an evaluation turn)
