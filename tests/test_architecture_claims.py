@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import functools
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Set, Tuple
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = (ROOT / "parlai_docgraph", ROOT / "tasks", ROOT / "zoo")
@@ -76,6 +76,43 @@ LRU_CACHED = {
 DICT_CACHES = {
     ("parlai_docgraph/kg/constrained.py", "_cache"):
         "one LogitsProcessor's per-call table: it lives for one generate() call",
+}
+#: (module, "Class.attribute" or a module-level name) -> why a dict that is looked up and
+#: filled after its creation (the shape of a memo) is not an in-process memo
+FILLED_DICTS = {
+    ("parlai_docgraph/agents/pipeline/web_sessions.py", "SessionStore.sessions"):
+        "the web chat's live sessions, at most max_sessions (the least recently used go)",
+    ("parlai_docgraph/bench/cli.py", "BENCHMARKS"): "the benchmark registry",
+    ("parlai_docgraph/scripts/build_graphs.py", "_WORKER"):
+        "a build_graphs worker process's factory and store, set once when it starts",
+    ("parlai_docgraph/agents/gsr/agent.py", "GSRAgent._saved_wd"):
+        "each parameter group's weight decay, saved while pretraining sets it to 0",
+    ("parlai_docgraph/bench/long_documents.py", "StageTimer.seconds"): "seconds per stage",
+    ("parlai_docgraph/graphs/assembly.py", "ClusterRun.first"):
+        "one graph assembly's state: it lives for one build",
+    ("parlai_docgraph/graphs/assembly.py", "ClusterRun._cluster_of"):
+        "one graph assembly's state: it lives for one build",
+    ("parlai_docgraph/graphs/builders.py", "BuilderRegistry._specs"): "the builder registry",
+    ("parlai_docgraph/graphs/coref.py", "RuleCorefRun.first"):
+        "one document's coreference run: it lives for one build",
+    ("parlai_docgraph/graphs/coref.py", "RuleCorefRun.coargs"):
+        "one document's coreference run: it lives for one build",
+    **{("parlai_docgraph/graphs/coref.py", f"_Seen.{name}"):
+       "one document's coreference run: it lives for one build"
+       for name in ("names", "first_names", "by_sentence", "nouns")},
+    ("parlai_docgraph/graphs/dense_index.py", "DenseRetriever._vectors"):
+        "the index itself: the vectors of the documents of its last build, one entry each",
+    ("parlai_docgraph/kg/path_ids.py", "PathEncoder._templates"):
+        "one entry per path shape (which hops are inverse): a few, bounded by the hop count",
+    ("parlai_docgraph/kg/store.py", "KnowledgeGraph._counted"):
+        "one adjacency matrix per kind (directed, both): at most two",
+    ("parlai_docgraph/kg/trie.py", "PathTrie._kids"):
+        "the trie's children of the nodes a search visited: part of the trie, at most one "
+        "entry per node, freed with it",
+    ("parlai_docgraph/kg/trie.py", "PathTrie._entity_ids"): "the trie's entity numbering",
+    ("parlai_docgraph/scripts/chat_http.py", "SessionRate.seen"):
+        "per address, the times of its recent sessions; addresses idle for a window are "
+        "dropped at every call",
 }
 SPACY_IMPORTERS = {"parlai_docgraph/nlp.py"}
 
@@ -226,6 +263,60 @@ def memo_violations(trees: Dict[str, ast.AST]) -> List[str]:
     return sorted(out)
 
 
+def _dict_attribute(node: ast.AST) -> str:
+    """``attr`` of ``self.attr`` (else "")."""
+    return (node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id == "self" else "")
+
+
+def filled_dicts(trees: Dict[str, ast.AST],
+                 exemptions: Optional[Mapping[Tuple[str, str], str]] = None) -> List[str]:
+    """
+    Dicts with a memo's shape: a class attribute made a dict in a method, then filled
+    (``self.x[k] = v``, ``setdefault``) and looked up (``.get``, ``in``) in its other
+    methods; a module-level dict filled inside a function. Each is a memo unless
+    ``exemptions`` (default :data:`FILLED_DICTS`) says why not.
+    """
+    exemptions = FILLED_DICTS if exemptions is None else exemptions
+    out = set()
+    for path, tree in trees.items():
+        if path == "parlai_docgraph/memo.py":
+            continue
+        found: List[str] = []
+        module_dicts = {t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                        and n.value is not None and _is_dict_value(n.value)
+                        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                        if isinstance(t, ast.Name)}
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.Assign):
+                        found += [t.value.id for t in node.targets if isinstance(t, ast.Subscript)
+                                  and isinstance(t.value, ast.Name) and t.value.id in module_dicts]
+        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+            methods = [n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            made = {_dict_attribute(t) for m in methods for n in ast.walk(m)
+                    if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
+                    and _is_dict_value(n.value)
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target])} - {""}
+            filled, read = set(), set()
+            for m in (m for m in methods if m.name != "__init__"):
+                for n in ast.walk(m):
+                    if isinstance(n, ast.Assign):
+                        filled |= {_dict_attribute(t.value) for t in n.targets
+                                   if isinstance(t, ast.Subscript)}
+                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                            and n.func.attr in ("get", "setdefault"):
+                        read.add(_dict_attribute(n.func.value))
+                        if n.func.attr == "setdefault":
+                            filled.add(_dict_attribute(n.func.value))
+                    if isinstance(n, ast.Compare):
+                        read |= {_dict_attribute(c) for c in n.comparators}
+            found += [f"{cls.name}.{a}" for a in made & filled & read]
+        out |= {f"{path}: {name}" for name in found if (path, name) not in exemptions}
+    return sorted(out)
+
+
 def spacy_imports(trees: Dict[str, ast.AST]) -> List[str]:
     out = set()
     for path, tree in trees.items():
@@ -302,6 +393,22 @@ def test_the_checks_read_the_whole_package():
     listed = ({p for p, _ in JSON_TEXT_PARSERS} | set(HF_LOADERS) | set(LRU_CACHED)
               | {p for p, _ in DICT_CACHES} | BUILDER_CALLERS)
     assert listed <= paths, listed - paths  # no exemption outlives its module
+    exempted = {f"{p}: {name}" for p, name in FILLED_DICTS}
+    unexempted = filled_dicts(sources(), exemptions={})
+    assert exempted <= set(unexempted), exempted - set(unexempted)  # each still exists
+
+
+def test_the_memo_checker_flags_a_planted_memo():
+    planted = ast.parse(
+        "SEEN = {}\n"
+        "def remember(k, v):\n    SEEN[k] = v\n"
+        "class Parser:\n"
+        "    def __init__(self):\n        self.parsed = {}\n        self.fixed = {}\n"
+        "    def parse(self, text):\n"
+        "        if text not in self.parsed:\n            self.parsed[text] = len(text)\n"
+        "        return self.parsed[text], self.fixed.get(text)\n")
+    assert filled_dicts({"parlai_docgraph/x.py": planted}) == [
+        "parlai_docgraph/x.py: Parser.parsed", "parlai_docgraph/x.py: SEEN"]
 
 
 def test_graphs_are_built_only_by_the_factory():
@@ -318,6 +425,7 @@ def test_hf_models_are_loaded_only_by_hub():
 
 def test_memos_are_lru_memos():
     assert not memo_violations(sources()), "a memo that is not an LRUMemo"
+    assert not filled_dicts(sources()), "a dict filled and looked up like a memo"
 
 
 def test_spacy_is_imported_only_by_nlp():

@@ -28,6 +28,7 @@ from parlai_docgraph.graphs import (
 )
 from parlai_docgraph.graphs.coref import RuleCoref, get_coref
 from parlai_docgraph.graphs.parsers import get_parser
+from parlai_docgraph.graphs.parsers.amr import AMRParser
 from parlai_docgraph.graphs.parsers.dep import load_pipeline
 from parlai_docgraph.graphs.schema import EDGE_TYPE_ID, NODE_TYPE_ID
 
@@ -631,3 +632,33 @@ def test_amr_store_key_follows_the_amr_graphs_used(tmp_path):
 
     assert key(AMR) != key(edited_lamp)
     assert key(AMR) == key(edited_other)
+
+
+def test_amr_stog_graphs_are_memoised_and_bounded(dep, tmp_path, monkeypatch):
+    """Sentences the AMR file lacks are parsed by the stog model once each, in one batch per
+    call, into a bounded memo; a call with more sentences than the memo holds still aligns
+    every one of them."""
+    (tmp_path / "amrlib_meta.json").write_text('{"model_type": "fake", "version": "0"}')
+    graphs = {block.split("\n", 1)[0][len("# ::snt "):]: block for block in
+              (b.strip() for b in AMR.split("\n\n")) if block}
+    batches = []
+
+    class Stog:
+        def parse_sents(self, texts, add_metadata=True):
+            batches.append(list(texts))
+            return [graphs[t] for t in texts]
+
+    monkeypatch.setattr(AMRParser, "PARSED_MEMO", 2)
+    amr = AMRParser(amr_graphs=[graphs["The museum restored its organ."]], model_dir=tmp_path)
+    monkeypatch.setattr(amr, "stog", lambda: Stog())
+    three = ["The keeper lit the lamp.", "Bach wrote the Mass in B minor.",
+             "He died in Leipzig in 1750.", "The museum restored its organ."]
+    parsed = amr.parse(three)
+    assert batches == [sorted(three[:3])]  # the file's sentence is not parsed
+    assert {a.role for p in parsed[0].predicates for a in p.arguments} == {"ARG0", "ARG1"}
+    assert len(amr.parsed) == 2
+    first, *recent = batches[0]  # parsed in this order
+    amr.parse(recent)  # the two most recent are remembered
+    assert len(batches) == 1
+    amr.parse([first])  # the first was dropped: parsed again
+    assert batches[1:] == [[first]]

@@ -199,6 +199,9 @@ class DenseRetriever:
             self._generation += 1
             generation = self._generation
             self._matrix, self._owner, self._size = None, owner, len(passages)
+        current = {key for key, _ in documents}
+        for stale in [key for key in self._vectors if key not in current]:
+            del self._vectors[stale]  # a removed or replaced document's
         missing = []
         for key, lines in documents:
             if key not in self._vectors:

@@ -21,10 +21,13 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from parlai_docgraph.memo import LRUMemo
+
 RAY_MISSING = ("build_graphs --engine ray needs Ray: pip install 'parlai-docgraph[ray]' "
                "(or pip install 'ray>=2.60'), or use the default --engine pool")
 Job = Tuple[str, Any]
-_FACTORIES: Dict[str, Any] = {}  # per Ray worker process: factory state -> loaded factory
+#: per Ray worker process: factory state -> loaded factory (a worker serves one build)
+_FACTORIES: LRUMemo[str, Any] = LRUMemo(2)
 
 
 def _build_chunk(
@@ -35,11 +38,9 @@ def _build_chunk(
 
     from parlai_docgraph.graphs.factory import GraphFactory
 
-    ident = json.dumps(state, sort_keys=True)
-    if ident not in _FACTORIES:
-        # a backend that cannot load fails the task (retried, then reported)
-        _FACTORIES[ident] = GraphFactory.from_state(state).load()
-    factory = _FACTORIES[ident]
+    # a backend that cannot load fails the task (retried, then reported)
+    factory = _FACTORIES.get_or_make(json.dumps(state, sort_keys=True),
+                                     lambda: GraphFactory.from_state(state).load())
     out: List[Tuple[str, Any, Optional[str]]] = []
     for key, passages in chunk:
         try:

@@ -36,6 +36,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 from parlai_docgraph.graphs.parsers.base import Argument, ParsedSentence, Parser, Predicate, Relation
 from parlai_docgraph.graphs.parsers.dep import load_pipeline, token_mention
 from parlai_docgraph.jsonio import read_json
+from parlai_docgraph.memo import LRUMemo
 
 MODEL_HELP = (
     "download an amrlib parse (stog) model, e.g. parse_xfm_bart_large from "
@@ -143,6 +144,8 @@ class AMRParser(Parser):
     """Precomputed AMR graphs aligned to spaCy tokens (see the module docstring)."""
 
     name = "amr"
+    #: stog graphs remembered (a graph is about 1 KB of penman text)
+    PARSED_MEMO = 50_000
 
     def __init__(
         self,
@@ -160,8 +163,9 @@ class AMRParser(Parser):
             )
         self.model_dir = None if model_dir is None else check_model_dir(model_dir)
         self._stog: Any = None
-        #: graphs the stog model produced (kept apart: they never change a store key)
-        self.parsed: Dict[str, str] = {}
+        #: graphs the stog model produced, the most recent ``PARSED_MEMO`` (kept apart from
+        #: the file's: they never change a store key)
+        self.parsed: LRUMemo[str, str] = LRUMemo(self.PARSED_MEMO)
         self.graphs: Dict[str, str] = {}
         if amr_file is not None:
             if not Path(amr_file).is_file():
@@ -197,16 +201,23 @@ class AMRParser(Parser):
                 ) from exc
         return self._stog
 
-    def _parse_missing(self, texts: Sequence[str]) -> None:
-        """Parse sentences that have no graph yet with the stog model (batched)."""
-        todo = sorted({t for t in texts if t not in self.graphs and t not in self.parsed})
-        if not todo:
-            return
-        graphs = self.stog().parse_sents(todo, add_metadata=True)
+    def _parse_missing(self, texts: Sequence[str]) -> Dict[str, str]:
+        """The stog model's graphs of the ``texts`` the AMR file has none for (memoised; the
+        ones not remembered parsed in one batch)."""
+        found: Dict[str, str] = {}
+        todo = []
+        for text in sorted(set(texts) - self.graphs.keys()):
+            hit = self.parsed.get(text)
+            if hit is None:
+                todo.append(text)
+            else:
+                found[text] = hit
+        graphs = self.stog().parse_sents(todo, add_metadata=True) if todo else []
         for text, graph in zip(todo, graphs):
             if graph is None:
                 raise ValueError(f"the AMR model produced no graph for {text[:80]!r}")
-            self.parsed[text] = graph
+            found[text] = self.parsed.put(text, graph)
+        return found
 
     def cache_token(self, sentences: Sequence[str]) -> str:
         """
@@ -224,11 +235,11 @@ class AMRParser(Parser):
         """Align each sentence's graph; ``ValueError`` naming a sentence with no graph."""
         texts = list(sentences)
         todo = [i for i, t in enumerate(texts) if t.strip()]
-        if self.model_dir is not None:
-            self._parse_missing([" ".join(texts[i].split()) for i in todo])
-        known = {**self.parsed, **self.graphs}
+        keys = {i: " ".join(texts[i].split()) for i in todo}
+        parsed = self._parse_missing(list(keys.values())) if self.model_dir is not None else {}
+        known = {key: self.graphs.get(key) or parsed.get(key) for key in keys.values()}
         for i in todo:
-            if " ".join(texts[i].split()) not in known:
+            if known[keys[i]] is None:
                 raise ValueError(
                     f"no AMR graph for sentence {i}: {texts[i][:80]!r} (add it to --amr-file "
                     "or pass --amr-model-dir to parse it)"
@@ -237,5 +248,5 @@ class AMRParser(Parser):
         nlp = load_pipeline(self.model)
         docs = nlp.pipe((texts[i] for i in todo), batch_size=self.batch_size)
         for i, doc in zip(todo, docs):
-            out[i] = parse_amr(doc, known[" ".join(texts[i].split())])
+            out[i] = parse_amr(doc, known[keys[i]])
         return out
