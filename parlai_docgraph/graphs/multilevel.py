@@ -29,7 +29,7 @@ Zhang & Tan (3.2) multi-level document semantic graph: topic, segment and word n
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from parlai_docgraph.graphs.coref import PRONOUNS, RuleCoref
 from parlai_docgraph.graphs.parsers.base import ParsedSentence
@@ -143,22 +143,14 @@ def build_multilevel_graph(
     docs: Dict[int, Any] = dict(
         zip(todo, nlp.pipe((sentences[i] for i in todo), batch_size=batch_size))
     )
-    parsed = [
-        parse_doc(docs[i]) if i in docs else ParsedSentence(text=sentences[i])
-        for i in range(len(sentences))
-    ]
-    referent = _referents(parsed, passage_of) if coref else {}
+    if coref:
+        parsed = [parse_doc(docs[i]) if i in docs else ParsedSentence(text=sentences[i])
+                  for i in range(len(sentences))]
+        referent = _referents(parsed, passage_of)
+    else:
+        referent = {}
     units = {g: _units(docs[g], drop_pos) if g in docs else ([], {}) for g in range(len(sentences))}
-
-    def key(g: int, u: int) -> str:
-        start, end, _ = units[g][0][u]
-        target = referent.get((g, start))
-        if target is not None and sentences[g][start:end].lower() in PRONOUNS:
-            tg, char = target
-            for s2, e2, _ in units[tg][0]:
-                if s2 <= char < e2:
-                    return sentences[tg][s2:e2].lower()
-        return sentences[g][start:end].lower()
+    words = _WordKeys(sentences, units, referent)
 
     sentence_node: List[int] = []
     word_node: Dict[Unit, int] = {}
@@ -179,18 +171,9 @@ def build_multilevel_graph(
             if g < len(sentences) and word_nodes:
                 for u, (_, _, pos) in enumerate(units[g][0]):
                     if pos not in DELETE_POS:
-                        groups.setdefault(key(g, u), []).append((g, u))
+                        groups.setdefault(words.key(g, u), []).append((g, u))
             g += 1
-        for members in groups.values():
-            refs = tuple((s, units[s][0][u][0], units[s][0][u][1]) for s, u in members)
-            named = [r for r in refs if sentences[r[0]][r[1]:r[2]].lower() not in PRONOUNS]
-            s, start, end = (named or list(refs))[0]
-            nid = b.node(
-                type="word", text=sentences[s][start:end], passage=p, sentence=s,
-                span=(start, end), mentions=refs,
-            )
-            for unit in members:
-                word_node[unit] = nid
+        word_node.update(words.nodes(b, p, groups))
     for s in range(len(sentences)):
         for u in range(len(units[s][0])):
             if (s, u) in word_node:
@@ -201,15 +184,60 @@ def build_multilevel_graph(
     if self_loops:
         for node in list(b.nodes):
             b.edge(node.id, node.id, "self_loop")
-    info = nlp.meta
-    meta = {
+    options = {"coref": coref, "no_passage": no_passage, "self_loops": self_loops,
+               "drop_pos": list(drop_pos), "topic_nodes": topic_nodes, "word_nodes": word_nodes}
+    meta = dict(_meta(nlp.meta, options), num_passages=len(items), num_sentences=len(sentences),
+                no_passage_node=sentence_node[-1] if no_passage else None)
+    return DocumentGraph(nodes=b.nodes, edges=b.edges, meta=meta)
+
+
+def _meta(info: Mapping[str, Any], options: Dict[str, Any]) -> Dict[str, Any]:
+    """The graph's provenance: schema, builder, the spaCy pipeline (``info``: its meta),
+    the coreference rules' version (when on) and the build ``options``."""
+    return {
         "schema_version": SCHEMA_VERSION, "builder": "multilevel",
         "parser": f"dep:{info.get('lang', 'en')}_{info.get('name')}-{info.get('version')}",
-        "coref": RuleCoref.version if coref else None,
-        "options": {"coref": coref, "no_passage": no_passage, "self_loops": self_loops,
-                    "drop_pos": list(drop_pos), "topic_nodes": topic_nodes,
-                    "word_nodes": word_nodes},
-        "num_passages": len(items), "num_sentences": len(sentences),
-        "no_passage_node": sentence_node[-1] if no_passage else None,
+        "coref": RuleCoref.version if options["coref"] else None,
+        "options": options,
     }
-    return DocumentGraph(nodes=b.nodes, edges=b.edges, meta=meta)
+
+
+class _WordKeys:
+    """
+    Word units grouped into word nodes: a unit's key is its lower-cased text, or, for a
+    pronoun with a coreference referent, the text of the unit holding the referent's head
+    (so "he" joins "Bach"); one word node per key and passage, named by its first
+    non-pronoun member.
+    """
+
+    def __init__(self, sentences: Sequence[str], units: Dict[int, Any],
+                 referent: Dict[Tuple[int, int], Tuple[int, int]]) -> None:
+        self.sentences, self.units, self.referent = sentences, units, referent
+
+    def key(self, g: int, u: int) -> str:
+        """The key of unit ``u`` of sentence ``g``."""
+        sentences, units = self.sentences, self.units
+        start, end, _ = units[g][0][u]
+        target = self.referent.get((g, start))
+        if target is not None and sentences[g][start:end].lower() in PRONOUNS:
+            tg, char = target
+            for s2, e2, _ in units[tg][0]:
+                if s2 <= char < e2:
+                    return sentences[tg][s2:e2].lower()
+        return sentences[g][start:end].lower()
+
+    def nodes(self, b: GraphBuilder, p: int, groups: Dict[str, List[Unit]]) -> Dict[Unit, int]:
+        """Adds passage ``p``'s word nodes, one per group; returns each unit's node."""
+        sentences, units = self.sentences, self.units
+        out: Dict[Unit, int] = {}
+        for members in groups.values():
+            refs = tuple((s, units[s][0][u][0], units[s][0][u][1]) for s, u in members)
+            named = [r for r in refs if sentences[r[0]][r[1]:r[2]].lower() not in PRONOUNS]
+            s, start, end = (named or list(refs))[0]
+            nid = b.node(
+                type="word", text=sentences[s][start:end], passage=p, sentence=s,
+                span=(start, end), mentions=refs,
+            )
+            for unit in members:
+                out[unit] = nid
+        return out

@@ -58,15 +58,48 @@ SAVED_BEFORE: Dict[str, Any] = {"katz_adjacency": "binary", "gsr_lm_norm": "voca
 def add_gsr_args(parser: ParlaiParser) -> None:
     """Register the ``docgraph DialogGSR`` group and the LoRA options on ``parser``."""
     g = parser.add_argument_group("docgraph DialogGSR")
+    add_gsr_model_args(g)
+    add_gsr_decoding_args(g)
+    add_gsr_stage_args(g)
+    add_adapter_args(parser)
+    # interactive: show the retrieved subgraph next to the reply. train_model's validation
+    # (its --eval-batchsize, else -bs) evaluates EVAL_BATCHSIZE examples a batch: a decoding
+    # step reads every weight once whatever the rows, so on a CPU batches of 8 evaluate
+    # the SmolLM2 model's 27 sample valid examples in 93 s against 160 s at 2 (16: slower),
+    # with the same paths, replies and metrics. Training batches stay -bs.
+    parser.set_defaults(optimizer="adamw", learningrate=1e-3, gradient_clip=1.0,
+                        display_add_fields="retrieved", eval_batchsize=EVAL_BATCHSIZE,
+                        **RESPONSE_DECODING)
+
+
+def add_gsr_model_args(g: Any) -> None:
+    """DialogGSR options of the model and its input: the LM, its seed, the linearised paths'
+    tokens and truncation, the chat template."""
     g.add_argument("--gsr-model", type=str, default="t5-small",
                    help="seq2seq (T5) or decoder-only causal LM (Llama, Qwen, ...; picked from "
                    "its config): hub name (cached when offline), local directory, or "
                    "'tiny' (bundled offline T5 config + tokenizer, seeded random weights)")
     g.add_argument("--gsr-seed", type=int, default=0,
                    help="seed of initial weights (sources without weights) and path sampling")
-    g.add_argument("--gsr-stage", type=str, default="all", choices=STAGES,
-                   help="pretrain: KG reconstruction (Eq. 8); retrieve: path generation "
-                   "(Eq. 9); respond: response from [z_G; x] (Eq. 10); all: retrieve+respond")
+    g.add_argument("--slot-tokens", type=int, default=2,
+                   help="learnable tokens per [Int]/[Rev] slot (appendix A.1)")
+    g.add_argument("--use-special-tokens", type="bool", default=True,
+                   help="linearize with learnable special tokens; false: plain-text markers")
+    g.add_argument("--gsr-history-truncate", type=int, default=128,
+                   help="keep the last N dialogue-history tokens")
+    g.add_argument("--gsr-knowledge-truncate", type=int, default=128,
+                   help="keep the first N tokens of the linearized subgraph")
+    g.add_argument("--gsr-chat-template", type=str, default="auto", choices=chat.SETTINGS,
+                   help="decoder-only LM with a chat template (instruction-tuned, e.g. "
+                   "smollm2-135m-instruct): the retrieval and response sources are a user "
+                   "message of the template and the path or reply the assistant's answer; "
+                   "auto: whenever the causal LM's tokenizer has a template, false: the "
+                   "plain 'source </s> target' layout (seq2seq LMs never use one)")
+
+
+def add_gsr_decoding_args(g: Any) -> None:
+    """DialogGSR options of path retrieval: the constraint and its Katz prior (Eq. 3-6), the
+    beams, the iterative steps."""
     g.add_argument("--gsr-constraint", type=str, default="katz", choices=CONSTRAINTS,
                    help="decoding of paths (Park Table 5): none (free beam search), hard "
                    "(trie only), connection (trie + 1-hop connection score), katz (trie + "
@@ -78,37 +111,6 @@ def add_gsr_args(parser: ParlaiParser) -> None:
                    "between entities; smaller favours short connections (Katz requires "
                    "beta below 1 / largest adjacency eigenvalue for the full series; here "
                    "walks stop at --gsr-hops, so any 0 < beta < 1 is finite)")
-    g.add_argument("--gsr-length-penalty", type=float, default=1.0,
-                   help="length penalty of the path-retrieval beams (the response decodes with "
-                   "ParlAI's --inference, --beam-size, --beam-length-penalty, ...; HF generate "
-                   "semantics: beam score = sum log p / length^penalty). Park et al. give "
-                   "the beam size of constrained decoding (b = 5, App. B.1) but no length "
-                   "penalty; 1.0 is HF's default")
-    g.add_argument("--gsr-hops", type=int, default=2, help="K: longest path in hops (Eq. 6)")
-    g.add_argument("--slot-tokens", type=int, default=2,
-                   help="learnable tokens per [Int]/[Rev] slot (appendix A.1)")
-    g.add_argument("--use-special-tokens", type="bool", default=True,
-                   help="linearize with learnable special tokens; false: plain-text markers")
-    g.add_argument("--gsr-pretrain-steps", type=int, default=0,
-                   help="first N updates are KG reconstruction only (special tokens only)")
-    g.add_argument("--gsr-num-beams", type=int, default=5,
-                   help="beams of path retrieval (Park et al. App. B.1: b = 5)")
-    g.add_argument("--gsr-retrieval-steps", type=int, default=2,
-                   help="iterative retrieval: at most N paths, each conditioned on the earlier")
-    g.add_argument("--gsr-eval-knowledge", type=str, default="retrieved",
-                   choices=("retrieved", "gold"),
-                   help="subgraph the response is generated from at evaluation")
-    g.add_argument("--gsr-train-knowledge", type=str, default="gold",
-                   choices=("gold", "retrieved"),
-                   help="subgraph the response trains on (stages respond/all): gold: the "
-                   "turn's gold paths (teacher forcing with gold knowledge); retrieved: the "
-                   "paths the current model retrieves for the turn, as at evaluation "
-                   "(Park et al. 3.4, Eq. 10: the response is conditioned on the subgraph "
-                   "retrieved by GSR; costs one constrained retrieval per training batch)")
-    g.add_argument("--gsr-history-truncate", type=int, default=128,
-                   help="keep the last N dialogue-history tokens")
-    g.add_argument("--gsr-knowledge-truncate", type=int, default=128,
-                   help="keep the first N tokens of the linearized subgraph")
     g.add_argument("--katz-adjacency", type=str, default="count", choices=list(ADJACENCY_KINDS),
                    help="the A of the Katz index (Eq. 6), whose A^k 'represents the number of "
                    "paths': count = the relations joining two entities in either direction "
@@ -120,9 +122,38 @@ def add_gsr_args(parser: ParlaiParser) -> None:
                    "renormalised over the trie's allowed tokens (Park 3.2: p_vocab 'restricted to "
                    "tokens within the valid set'); vocab = the full-vocabulary log-softmax, only "
                    "masked (models saved before the option)")
-    g.add_argument("--gsr-bleu-lowercase", type="bool", default=False,
-                   help="lower-case hypotheses and references before BLEU's whitespace split; "
-                   "false = case counts, as in DialogGSR's evaluator")
+    g.add_argument("--gsr-hops", type=int, default=2, help="K: longest path in hops (Eq. 6)")
+    g.add_argument("--gsr-num-beams", type=int, default=5,
+                   help="beams of path retrieval (Park et al. App. B.1: b = 5)")
+    g.add_argument("--gsr-length-penalty", type=float, default=1.0,
+                   help="length penalty of the path-retrieval beams (the response decodes with "
+                   "ParlAI's --inference, --beam-size, --beam-length-penalty, ...; HF generate "
+                   "semantics: beam score = sum log p / length^penalty). Park et al. give "
+                   "the beam size of constrained decoding (b = 5, App. B.1) but no length "
+                   "penalty; 1.0 is HF's default")
+    g.add_argument("--gsr-retrieval-steps", type=int, default=2,
+                   help="iterative retrieval: at most N paths, each conditioned on the earlier")
+
+
+def add_gsr_stage_args(g: Any) -> None:
+    """DialogGSR options of the stages and their knowledge: pretraining, which subgraph the
+    response trains on and is evaluated with, a separate retriever, the KG of chat turns,
+    BLEU."""
+    g.add_argument("--gsr-stage", type=str, default="all", choices=STAGES,
+                   help="pretrain: KG reconstruction (Eq. 8); retrieve: path generation "
+                   "(Eq. 9); respond: response from [z_G; x] (Eq. 10); all: retrieve+respond")
+    g.add_argument("--gsr-pretrain-steps", type=int, default=0,
+                   help="first N updates are KG reconstruction only (special tokens only)")
+    g.add_argument("--gsr-train-knowledge", type=str, default="gold",
+                   choices=("gold", "retrieved"),
+                   help="subgraph the response trains on (stages respond/all): gold: the "
+                   "turn's gold paths (teacher forcing with gold knowledge); retrieved: the "
+                   "paths the current model retrieves for the turn, as at evaluation "
+                   "(Park et al. 3.4, Eq. 10: the response is conditioned on the subgraph "
+                   "retrieved by GSR; costs one constrained retrieval per training batch)")
+    g.add_argument("--gsr-eval-knowledge", type=str, default="retrieved",
+                   choices=("retrieved", "gold"),
+                   help="subgraph the response is generated from at evaluation")
     g.add_argument("--gsr-retriever-model-file", type=str, default=None,
                    help="stage respond: a trained -m docgraph/gsr model file (the retrieve "
                    "stage) that, frozen, retrieves the subgraphs the responses are conditioned "
@@ -132,18 +163,6 @@ def add_gsr_args(parser: ParlaiParser) -> None:
     g.add_argument("--gsr-kg-file", type=str, default=None,
                    help="triples file (OpenDialKG format) for messages without candidates, "
                    "e.g. in interactive mode")
-    g.add_argument("--gsr-chat-template", type=str, default="auto", choices=chat.SETTINGS,
-                   help="decoder-only LM with a chat template (instruction-tuned, e.g. "
-                   "smollm2-135m-instruct): the retrieval and response sources are a user "
-                   "message of the template and the path or reply the assistant's answer; "
-                   "auto: whenever the causal LM's tokenizer has a template, false: the "
-                   "plain 'source </s> target' layout (seq2seq LMs never use one)")
-    add_adapter_args(parser)
-    # interactive: show the retrieved subgraph next to the reply. train_model's validation
-    # (its --eval-batchsize, else -bs) evaluates EVAL_BATCHSIZE examples a batch: a decoding
-    # step reads every weight once whatever the rows, so on a CPU batches of 8 evaluate
-    # the SmolLM2 model's 27 sample valid examples in 93 s against 160 s at 2 (16: slower),
-    # with the same paths, replies and metrics. Training batches stay -bs.
-    parser.set_defaults(optimizer="adamw", learningrate=1e-3, gradient_clip=1.0,
-                        display_add_fields="retrieved", eval_batchsize=EVAL_BATCHSIZE,
-                        **RESPONSE_DECODING)
+    g.add_argument("--gsr-bleu-lowercase", type="bool", default=False,
+                   help="lower-case hypotheses and references before BLEU's whitespace split; "
+                   "false = case counts, as in DialogGSR's evaluator")

@@ -252,15 +252,20 @@ class GSRModel(nn.Module):
             pad_token_id=self.pad_id,
             eos_token_id=self.eos_id,
         )
+        return self._paths_of(out, len(sources), self.start_len(ids.shape[1]))
+
+    def _paths_of(self, out: Any, n_sources: int, start: int) -> List[List[Tuple[List[int], float]]]:
+        """``generate``'s sequences as ``(ids, score)`` per source, the ``start`` prompt
+        or decoder-start positions and padding stripped, without the ``-1e9`` junk beams
+        and repeats."""
         seqs = out.sequences.tolist()
         if getattr(out, "sequences_scores", None) is not None:
             scores = out.sequences_scores.tolist()
         else:
             scores = [0.0] * len(seqs)
-        per = len(seqs) // len(sources)
-        start = self.start_len(ids.shape[1])
+        per = len(seqs) // n_sources
         result: List[List[Tuple[List[int], float]]] = []
-        for b in range(len(sources)):
+        for b in range(n_sources):
             seen, hyps = set(), []
             for seq, score in zip(seqs[b * per : (b + 1) * per], scores[b * per : (b + 1) * per]):
                 toks = self.strip(seq[start:])

@@ -32,7 +32,7 @@ import contextlib
 import copy
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -247,9 +247,7 @@ class Responder(nn.Module):
         completes one of its prompt's blocked ``earlier_n``-grams
         (:class:`.earlier_replies.EarlierReplyBlock`).
         """
-        from transformers import LogitsProcessorList, StoppingCriteriaList
-
-        from parlai_docgraph.models.decoding import ReplyBudget, ReplyNgramBlock, generation_config, positions_below
+        from parlai_docgraph.models.decoding import ReplyNgramBlock, generation_config
         from parlai_docgraph.models.responder.earlier_replies import EarlierReplyBlock
 
         config = copy.deepcopy(config or generation_config({}))
@@ -263,7 +261,7 @@ class Responder(nn.Module):
                 streamer.end()
             return [[Hypothesis([], 0.0, 0.0)] for _ in prompts]
         ids, mask = left_pad(prompts, self.pad_id)
-        width, device = ids.size(1), self._device()
+        width = ids.size(1)
         block = config.no_repeat_ngram_size or 0
         beam = (config.num_beams or 1) > 1
         config.update(
@@ -277,6 +275,26 @@ class Responder(nn.Module):
             if len(earlier) != len(prompts):
                 raise ValueError(f"{len(earlier)} blocked-n-gram tables for {len(prompts)} prompts")
             processors.append(EarlierReplyBlock(earlier_n, earlier, width))
+        out = self._generate(ids, mask, config, processors, budgets, seed,
+                             None if beam else streamer)
+        results = self._hypotheses(out, width, budgets, beam, len(prompts))
+        if beam and streamer is not None:  # the chosen reply, in one piece
+            streamer.put(ids)
+            streamer.put(torch.as_tensor(results[0][0].tokens, dtype=torch.long))
+            streamer.end()
+        return results
+
+    def _generate(self, ids: torch.Tensor, mask: torch.Tensor, config: "GenerationConfig",
+                  processors: List[Any], budgets: List[int], seed: Optional[int],
+                  streamer: Optional["BaseStreamer"]) -> Any:
+        """``transformers``' ``generate`` over the left-padded ``ids``: positions kept below
+        ``max_length``, each row stopped at its budget, sampling from ``seed``'s generator
+        when one is given."""
+        from transformers import LogitsProcessorList, StoppingCriteriaList
+
+        from parlai_docgraph.models.decoding import ReplyBudget, positions_below
+
+        width, device = ids.size(1), self._device()
         rng = (torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else [])
                if seed is not None else contextlib.nullcontext())
         with rng, positions_below(self.lm, self.max_length):
@@ -286,13 +304,20 @@ class Responder(nn.Module):
                 input_ids=ids.to(device), attention_mask=mask.to(device), generation_config=config,
                 logits_processor=LogitsProcessorList(processors),
                 stopping_criteria=StoppingCriteriaList([ReplyBudget(budgets, width)]),
-                streamer=None if beam else streamer,
+                streamer=streamer,
             )
+        return out
+
+    def _hypotheses(self, out: Any, width: int, budgets: List[int], beam: bool,
+                    n_prompts: int) -> List[List[Hypothesis]]:
+        """Each prompt's replies from ``generate``'s output: tokens after the ``width``
+        prompt positions, cut at the prompt's budget and before EOS, scored by their
+        log-probabilities (the EOS included when it ended the reply)."""
         steps = self.lm.compute_transition_scores(
             out.sequences, out.logits, out.beam_indices if beam else None, normalize_logits=True)
         ranked = out.sequences_scores.tolist() if beam else None
-        per = out.sequences.size(0) // len(prompts)
-        results: List[List[Hypothesis]] = [[] for _ in prompts]
+        per = out.sequences.size(0) // n_prompts
+        results: List[List[Hypothesis]] = [[] for _ in range(n_prompts)]
         for j, (seq, logprobs) in enumerate(zip(out.sequences[:, width:].tolist(), steps.tolist())):
             i = j // per
             seq = seq[: budgets[i]]
@@ -300,8 +325,4 @@ class Responder(nn.Module):
             tokens = seq if ended is None else seq[:ended]
             score = float(sum(logprobs[: len(seq) if ended is None else ended + 1]))
             results[i].append(Hypothesis(tokens, score, ranked[j] if beam else score))
-        if beam and streamer is not None:  # the chosen reply, in one piece
-            streamer.put(ids)
-            streamer.put(torch.as_tensor(results[0][0].tokens, dtype=torch.long))
-            streamer.end()
         return results

@@ -268,14 +268,8 @@ class DialogAwareSelector(nn.Module):
             h_nodes = h_nodes + self.relevance_emb(relevance).to(h_nodes.dtype)
         h0 = torch.cat([h_nodes, h_ctx])
         ctx_ids = num_nodes + torch.arange(num_ctx, device=x.device)
-        ei = torch.cat([edge_index, torch.stack([ctx_ids, cand_node[keep]])], dim=1)
-        et = torch.cat([edge_type, edge_type.new_full((num_ctx,), CONTEXT_EDGE_TYPE)])
-        nt = torch.cat([node_type, node_type.new_full((num_ctx,), CONTEXT_NODE_TYPE)])
-        if self.add_reverse_edges:
-            ei = torch.cat([ei, ei.flip(0)], dim=1)
-            et = torch.cat([et, et + CONTEXT_EDGE_TYPE + 1])
-        if not self.typed:
-            nt, et = torch.zeros_like(nt), torch.zeros_like(et)
+        ei, nt, et = self._dialog_aware_graph(edge_index, node_type, edge_type, ctx_ids,
+                                              cand_node[keep])
         h = h0
         for layer in range(self.num_layers):
             h = self.convs[layer % len(self.convs)](h, ei, nt, et)
@@ -283,6 +277,26 @@ class DialogAwareSelector(nn.Module):
         concept_logits = (self.concept_head(h[concept_index]).squeeze(-1) if self.use_concepts
                           else h.new_zeros(0))
         return SelectorOutput(scores, keep, c2e, gold_flat, concept_logits, num_examples, offset)
+
+    def _dialog_aware_graph(self, edge_index: Tensor, node_type: Tensor, edge_type: Tensor,
+                            ctx_ids: Tensor, ctx_sentence: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """
+        Li et al.'s dialog-aware graph: the document graph plus one context node per kept
+        candidate (``ctx_ids``), joined to its sentence node (``ctx_sentence``) by an edge of
+        its own type; with ``add_reverse_edges`` every edge also the other way, under a
+        reverse type. Returns ``(edge_index, node_type, edge_type)`` (all types 0 for a
+        variant without types).
+        """
+        num_ctx = ctx_ids.numel()
+        ei = torch.cat([edge_index, torch.stack([ctx_ids, ctx_sentence])], dim=1)
+        et = torch.cat([edge_type, edge_type.new_full((num_ctx,), CONTEXT_EDGE_TYPE)])
+        nt = torch.cat([node_type, node_type.new_full((num_ctx,), CONTEXT_NODE_TYPE)])
+        if self.add_reverse_edges:
+            ei = torch.cat([ei, ei.flip(0)], dim=1)
+            et = torch.cat([et, et + CONTEXT_EDGE_TYPE + 1])
+        if not self.typed:
+            nt, et = torch.zeros_like(nt), torch.zeros_like(et)
+        return ei, nt, et
 
     def loss(
         self, out: SelectorOutput, concept_label: Optional[Tensor] = None,
