@@ -50,6 +50,7 @@ def test_help_lists_the_commands(argv, capsys):
     for command in ("train_model", "interactive", "bench", "recipes", "chat"):
         assert f"\n  {command} " in out, command
     assert "Parse Error" not in captured.out + captured.err
+    assert "``" not in out, "reStructuredText markup in a command's description"
 
 
 def test_recipes_without_an_action_says_which_exist():

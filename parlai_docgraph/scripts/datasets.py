@@ -57,9 +57,9 @@ def dataset_status(datapath: str) -> List[Dict[str, str]]:
 @register_script("datasets", hidden=False)
 class Datasets(ParlaiScript):
     """
-    List the raw dataset files the docgraph teachers read and whether they are present
-    (``datasets``), or install a dataset from a local copy (``datasets install NAME --from
-    PATH``: cmu_dog, wow, holle).
+    List the raw dataset files the docgraph teachers read and whether they are present, or
+    install a dataset from a local copy: datasets install NAME --from PATH (cmu_dog, wow,
+    holle).
     """
 
     @classmethod

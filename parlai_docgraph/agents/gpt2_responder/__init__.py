@@ -4,7 +4,7 @@ Hugging Face causal LM) of the ``-m docgraph`` pipeline, as a ParlAI generator a
 
 ParlAI resolves ``-m docgraph/gpt2_responder`` to this package and reads
 ``Gpt2ResponderAgent`` (the name it derives) from it. Modules: ``agent`` (the agent),
-``dictionary`` (the LM's tokenizer as ParlAI's dictionary), ``messages`` (the knowledge
+``args`` (its options), ``dictionary`` (the LM's tokenizer as ParlAI's dictionary), ``messages`` (the knowledge
 line and the references of a message).
 The agent is imported on first use (:mod:`parlai_docgraph.lazy`).
 """
