@@ -165,6 +165,29 @@ def test_valid_settings_run_as_documented(built):
         + shlex.quote(str(built["root"] / "valid_logs" / "never a sentence.jsonl")))
 
 
+def test_documented_result_commands_run_as_written(built):
+    """Every ``parlai-docgraph cmu_dog_eval`` line of the documentation as written, on the
+    built stand-in: one conversation a split instead of 15 or 20, the files under the
+    test's folder, and one row (each row is an ``eval_model`` run; all of them are run by
+    the test above). The two one-split lines share one result file, as the page says."""
+    commands = [a for a in bash_commands() if a[:2] == ["parlai-docgraph", "cmu_dog_eval"]]
+    assert len(commands) == 3, commands
+    logs, results = built["root"] / "documented_logs", built["root"] / "documented"
+    results.mkdir()
+    for args in commands:
+        out = results / Path(args[args.index("--out") + 1]).name
+        _set(args, "--conversations", "1")
+        _set(args, "--out", str(out))
+        if "--world-logs-dir" in args:
+            _set(args, "--world-logs-dir", str(logs))
+        done = run_cli([*args, "--rows", "zoo model", "--datapath", str(built["data"])],
+                       cwd=built["root"])
+        assert done.returncode == 0, (args, (done.stdout + done.stderr)[-3000:])
+    shared = json.loads((results / "cmu_dog.json").read_text())["cmu_dog"]["systems"]
+    assert set(shared) == {"zoo model"} and set(shared["zoo model"]) == {"seen", "unseen"}
+    assert {"zoo_model_seen.jsonl", "zoo_model_unseen.jsonl"} <= {p.name for p in logs.iterdir()}
+
+
 def test_documented_chat_commands_as_written(built):
     """The documentation's ``parlai interactive`` commands over ``zoo:docgraph/cmu_dog/model``,
     as written, over the stand-in (the fixture's movies: --topic names one of them)."""
