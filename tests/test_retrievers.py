@@ -207,3 +207,17 @@ def test_a_turn_without_content_words_keeps_the_pool(folder: Path, embedder):
     pool = index.retrieve(["When did the hospital open?"], budget=2)
     assert index.retrieve(["When did the hospital open?", "In 1908.", "and then?"],
                           budget=2) == pool
+
+
+def test_removed_documents_leave_the_dense_index(folder: Path, embedder):
+    """A build keeps only its documents' vectors, and a build it superseded, finishing
+    after it dropped one of them, ends without error and leaves the newer index alone."""
+    index = index_of("dense", folder, embedder)
+    dense = index.retriever
+    old_keys = sorted(dense._vectors)
+    assert len(old_keys) == 3
+    assert index.remove([str(folder / "clinic.md")]) == 1
+    assert len(dense._vectors) == 2 and set(dense._vectors) < set(old_keys)
+    matrix = dense._matrix
+    dense._run(dense._generation - 1, old_keys, [])  # the older build's last step
+    assert dense._matrix is matrix and dense.ready

@@ -199,9 +199,10 @@ class DenseRetriever:
             self._generation += 1
             generation = self._generation
             self._matrix, self._owner, self._size = None, owner, len(passages)
-        current = {key for key, _ in documents}
-        for stale in [key for key in self._vectors if key not in current]:
-            del self._vectors[stale]  # a removed or replaced document's
+            # a removed or replaced document's vectors go (set() copies the keys at once,
+            # while a superseded background build may still be adding one)
+            for stale in set(self._vectors) - {key for key, _ in documents}:
+                self._vectors.pop(stale, None)
         missing = []
         for key, lines in documents:
             if key not in self._vectors:
@@ -260,7 +261,9 @@ class DenseRetriever:
         finally:
             bar.close()
         dim = self.embedder.encoder.config.hidden_size
-        parts = [self._vectors[key] for key in keys]
+        parts = [self._vectors.get(key) for key in keys]
+        if any(part is None for part in parts):
+            return  # superseded: a newer build dropped one of these documents
         matrix = np.concatenate(parts) if parts else np.zeros((0, dim), dtype=np.float32)
         with self._lock:
             if generation == self._generation:
