@@ -60,7 +60,7 @@ class BuilderSpec:
         raise NotImplementedError
 
     def options(self, config: Any) -> Dict[str, Any]:
-        return config.build_options()
+        return self.build_options(config)
 
     def key_backends(self, backends: Tuple[Any, ...], items: Items) -> List[str]:
         return self.descriptions(backends)
@@ -150,7 +150,7 @@ class MultilevelBuilder(BuilderSpec):
     def options(self, config: Any) -> Dict[str, Any]:
         from parlai_docgraph.graphs.multilevel import DROP_POS
 
-        return dict(config.build_options(), drop_pos=list(DROP_POS))
+        return dict(self.build_options(config), drop_pos=list(DROP_POS))
 
     def key_backends(self, backends: Tuple[Any, ...], items: Items) -> List[str]:
         from parlai_docgraph.graphs.multilevel import BUILDER_VERSION
@@ -160,7 +160,7 @@ class MultilevelBuilder(BuilderSpec):
     def build(self, passages: Any, backends: Tuple[Any, ...], config: Any) -> DocumentGraph:
         from parlai_docgraph.graphs.multilevel import build_multilevel_graph
 
-        return build_multilevel_graph(passages, **config.build_options())
+        return build_multilevel_graph(passages, **self.build_options(config))
 
 
 class BuilderRegistry:
