@@ -85,7 +85,8 @@ class CausalGSRModel(GSRModel):
     def prompt_cache(self, ids: torch.Tensor, mask: torch.Tensor, beams: int) -> Dict[str, Any]:
         """
         ``past_key_values``: the attention cache of every prompt token but the last, computed
-        once per example and repeated for its ``beams`` beams. ``generate`` would run the
+        once per example and repeated for its ``beams`` beams (a
+        :class:`~parlai_docgraph.models.kv_cache.GrowingCache`). ``generate`` would run the
         prompt through the LM once per beam (it repeats the inputs before the first forward
         pass); on the sample KG's valid split with SmolLM2-135M that repeated prompt was a
         third of path decoding. Positions are those ``generate`` gives left-padded
@@ -93,10 +94,10 @@ class CausalGSRModel(GSRModel):
         token and goes on from this cache.
         """
         if beams <= 1 or ids.shape[1] < 2:
-            return {}
-        from transformers import DynamicCache
+            return self.empty_cache()
+        from parlai_docgraph.models.kv_cache import GrowingCache
 
-        cache = DynamicCache(config=self.lm.config)
+        cache = GrowingCache(config=self.lm.config)
         positions = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
         self.lm(input_ids=ids[:, :-1], attention_mask=mask[:, :-1],
                 position_ids=positions[:, :-1], past_key_values=cache, use_cache=True,

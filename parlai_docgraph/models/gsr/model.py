@@ -277,9 +277,17 @@ class GSRModel(nn.Module):
         return result
 
     def prompt_cache(self, ids: torch.Tensor, mask: torch.Tensor, beams: int) -> Dict[str, Any]:
-        """Extra ``generate`` arguments for a beam search over the prompts ``ids``: none for
-        a seq2seq LM (``generate`` runs its encoder once per example, before the beams)."""
-        return {}
+        """Extra ``generate`` arguments for a beam search over the prompts ``ids``: for a
+        seq2seq LM (``generate`` runs its encoder once per example, before the beams) an
+        empty :func:`~parlai_docgraph.models.kv_cache.decoding_cache`."""
+        return self.empty_cache()
+
+    def empty_cache(self) -> Dict[str, Any]:
+        """``past_key_values``: an empty cache that grows and reorders beams in place
+        (:mod:`~parlai_docgraph.models.kv_cache`; the same outputs as ``generate``'s own)."""
+        from parlai_docgraph.models.kv_cache import decoding_cache
+
+        return {"past_key_values": decoding_cache(self.lm)}
 
     def strip(self, ids: Sequence[int]) -> List[int]:
         """Ids up to (without) the first EOS, padding removed."""
@@ -337,7 +345,7 @@ class GSRModel(nn.Module):
         if getattr(own, "decoder_start_token_id", None) is not None:  # T5: <pad>
             config.update(decoder_start_token_id=own.decoder_start_token_id)
         out = self.lm.generate(
-            input_ids=ids, attention_mask=mask, generation_config=config,
+            input_ids=ids, attention_mask=mask, generation_config=config, **self.empty_cache(),
             logits_processor=LogitsProcessorList([ReplyNgramBlock(block, start)] if block else []),
         )
         scores = getattr(out, "sequences_scores", None)
