@@ -322,3 +322,25 @@ def test_prompt_cache_gives_the_same_beams_and_runs_each_prompt_once(lm_dirs, sa
     assert plain_tokens - cached_tokens == 4 * (5 - 1) * (width - 1)
     assert [[ids for ids, _ in h] for h in cached] == [[ids for ids, _ in h] for h in plain]
     assert [s for h in cached for _, s in h] == pytest.approx([s for h in plain for _, s in h], abs=1e-4)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_causal_losses_equal_the_full_logits_ones(lm_dirs, family):
+    """The output layer runs on the target positions only: the losses and predictions are
+    those of the whole sequence's logits there (right-padded rows of other lengths)."""
+    model, tok, inputs = _build(lm_dirs[family])
+    src = [inputs.ids("dialogue: hello there my friend") + [inputs.eos], inputs.ids("hi") + [inputs.eos]]
+    tgt = [inputs.ids("a target") + [inputs.eos], inputs.ids("another longer target here") + [inputs.eos]]
+    with torch.no_grad():
+        loss, labels, notnull, preds = model.token_losses(src, tgt)
+        full = [list(s) + list(t) for s, t in zip(src, tgt)]
+        width = max(map(len, full))
+        ids = torch.tensor([f + [model.pad_id] * (width - len(f)) for f in full])
+        mask = torch.tensor([[1] * len(f) + [0] * (width - len(f)) for f in full])
+        logits = model.lm(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+    expected = torch.nn.functional.cross_entropy(logits.transpose(1, 2), labels,
+                                                 ignore_index=LABEL_PAD, reduction="none")
+    assert torch.allclose(loss, expected, atol=1e-5) and bool(notnull.any())
+    assert torch.equal(preds[notnull], logits.argmax(-1)[notnull])
+    assert (preds[~notnull] == LABEL_PAD).all()
+
