@@ -344,3 +344,70 @@ def test_causal_losses_equal_the_full_logits_ones(lm_dirs, family):
     assert torch.equal(preds[notnull], logits.argmax(-1)[notnull])
     assert (preds[~notnull] == LABEL_PAD).all()
 
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_trie_head_scores_equal_the_full_output_layer(lm_dirs, sample_turns, family):
+    """Constrained search with the output layer on the tries' tokens only (the default
+    ``lm_norm="allowed"``): the paths of the full layer, scores to float rounding; the
+    model's layer is itself again afterwards. ``vocab`` keeps the full layer."""
+    from parlai_docgraph.models.gsr import trie_head
+
+    model, tok, inputs = _build(lm_dirs[family])
+    turns = sample_turns[:3]
+    cands = [[kg_fields.json_to_path(p) for p in t["kg_candidates"]] for t in turns]
+    sources = [inputs.retrieve_source(inputs.context(t["text"])) for t in turns]
+    kg = kg_fields.load_kg(turns[0]["kg_file"])[0]
+    scores = [entity_scores(kg, {"mentioned": t["kg_mentioned"], "candidates": c}, "katz", 0.1, 2)
+              for t, c in zip(turns, cands)]
+    head = model.lm.get_output_embeddings()
+
+    def run(norm="allowed"):
+        return model.generate_paths(sources, [inputs.trie(c) for c in cands], scores,
+                                    num_beams=5, num_return=5, lm_norm=norm)
+
+    restricted = run()
+    calls = []
+    real = trie_head.restricted_head
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(trie_head, "restricted_head", lambda lm, cols: calls.append(cols) or
+                   __import__("contextlib").nullcontext())
+        full = run()
+        run("vocab")
+    assert len(calls) == 1  # only the allowed-token norm restricts the layer
+    columns = calls[0]
+    assert [[p for p, _ in ex] for ex in restricted] == [[p for p, _ in ex] for ex in full]
+    assert all(abs(a - b) < 1e-4 for ea, eb in zip(restricted, full)
+               for (_, a), (_, b) in zip(ea, eb))
+    assert model.lm.get_output_embeddings() is head and "forward" not in vars(head)
+    hidden = torch.randn(4, 1, head.in_features)
+    with real(model.lm, columns), torch.no_grad():
+        out = model.lm.get_output_embeddings()(hidden)
+    with torch.no_grad():
+        ref = head(hidden)
+    outside = torch.ones(ref.shape[-1], dtype=torch.bool)
+    outside[columns] = False
+    assert torch.allclose(out[..., columns], ref[..., columns], atol=1e-5)
+    assert torch.isinf(out[..., outside]).all() and int(inputs.eos) in columns.tolist()
+
+
+def test_trie_head_reads_peft_token_rows_while_they_are_merged(lm_dirs):
+    """A LoRA model's output layer is peft's token-row wrapper: while generation has its
+    rows merged in, the restricted layer computes with them; otherwise it is left alone."""
+    from parlai_docgraph.models import adapters
+    from parlai_docgraph.models.gsr.trie_head import ColumnHead, restricted_head
+
+    model, tok, inputs = _build(lm_dirs["qwen"], seed=2)
+    model.lm = adapters.apply_lora(model.lm, adapters.LoraSettings(r=4), model.special_ids)
+    model.eval()
+    head = model.lm.get_output_embeddings()
+    columns = torch.tensor(sorted(model.special_ids + [inputs.eos]))
+    hidden = torch.randn(2, 1, model.lm.config.hidden_size)
+    with restricted_head(model.lm, columns):
+        assert "forward" not in vars(head)  # not merged: peft's own forward
+    with adapters.merged_for_inference(model.lm), torch.no_grad():
+        ref = head(hidden)
+        with restricted_head(model.lm, columns):
+            assert isinstance(vars(head)["forward"], ColumnHead)
+            out = head(hidden)
+    assert torch.allclose(out[..., columns], ref[..., columns], atol=1e-5)
+    assert "forward" not in vars(head)

@@ -25,6 +25,7 @@ directory, or a hub name (``t5-small``; from the HF cache when offline, else a c
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -224,11 +225,15 @@ class GSRModel(nn.Module):
         from transformers import LogitsProcessorList
 
         from parlai_docgraph.kg.constrained import GraphConstrainedLogitsProcessor
+        from parlai_docgraph.models.gsr.trie_head import restricted_head, trie_columns
 
         if not sources:
             return []
         ids, mask = self.encode(sources)
         procs = LogitsProcessorList()
+        head = contextlib.nullcontext()
+        if tries is not None and lm_norm == "allowed":  # the scores read the tries' tokens only
+            head = restricted_head(self.lm, trie_columns(tries, self.eos_id))
         if tries is not None:
             procs.append(
                 GraphConstrainedLogitsProcessor(
@@ -236,7 +241,15 @@ class GSRModel(nn.Module):
                     prefix_len=self.start_len(ids.shape[1]), lm_norm=lm_norm,
                 )
             )
-        out = self.lm.generate(
+        with head:
+            out = self._search(ids, mask, procs, num_beams, num_return, max_new_tokens,
+                               length_penalty)
+        return self._paths_of(out, len(sources), self.start_len(ids.shape[1]))
+
+    def _search(self, ids: torch.Tensor, mask: torch.Tensor, procs: Any, num_beams: int,
+                num_return: int, max_new_tokens: int, length_penalty: float) -> Any:
+        """``generate``'s beam search of :meth:`generate_paths` (every option explicit)."""
+        return self.lm.generate(
             input_ids=ids,
             attention_mask=mask,
             num_beams=num_beams,
@@ -252,7 +265,6 @@ class GSRModel(nn.Module):
             pad_token_id=self.pad_id,
             eos_token_id=self.eos_id,
         )
-        return self._paths_of(out, len(sources), self.start_len(ids.shape[1]))
 
     def _paths_of(self, out: Any, n_sources: int, start: int) -> List[List[Tuple[List[int], float]]]:
         """``generate``'s sequences as ``(ids, score)`` per source, the ``start`` prompt
