@@ -59,7 +59,8 @@ was a beam of the step before, so one binary search among that node's children),
 output is a few tensor operations on a ``[beams, K]`` block of allowed ids (``K``: the
 most continuations of any beam; a shorter row repeats its first id, which writes the same
 value twice): gather ``log p_LM``, renormalise per row, mix, scatter into a ``-inf``
-tensor. A step where every beam has a single continuation (inside a name: most steps)
+tensor (for ``allowed`` no vocabulary-wide ``log_softmax``: renormalising over the allowed
+ids cancels it). A step where every beam has a single continuation (inside a name: most steps)
 writes 0 (``log p_LM`` renormalised over one token and ``log p_graph`` of an only child)
 without reading the scores. No loop over the vocabulary and none over the allowed ids.
 """
@@ -211,10 +212,13 @@ class GraphConstrainedLogitsProcessor(LogitsProcessor):
             # over one token is 0, and so is log p_graph (module doc), for any finite score
             out.scatter_(1, cols, 0.0)
             return out if out.dtype == scores.dtype else out.to(scores.dtype)
-        lm = torch.log_softmax(scores.float(), dim=-1).gather(1, cols)
-        if self.lm_norm == "allowed":  # (width > 1 here) renormalised over the distinct ids
+        if self.lm_norm == "allowed":  # (width > 1 here) renormalised over the distinct ids:
+            # the vocabulary's log-normaliser cancels, so the raw allowed scores suffice
+            lm = scores.float().gather(1, cols)
             copies = _on(torch.from_numpy(pad), device)
             lm = lm - torch.logsumexp(lm.masked_fill(copies, float("-inf")), dim=1, keepdim=True)
+        else:
+            lm = torch.log_softmax(scores.float(), dim=-1).gather(1, cols)
         # a padded copy writes its row's first value to the row's first column again
         out.scatter_(1, cols, self._alpha * lm + _on(torch.from_numpy(weights[index]), device))
         return out if out.dtype == scores.dtype else out.to(scores.dtype)
