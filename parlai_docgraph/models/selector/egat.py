@@ -98,9 +98,20 @@ class EGATConv(MessagePassing):
             return_attention_weights: also return ``(edge_index, alpha)``, ``alpha`` of
                 shape ``[E, heads]`` (each target's incoming weights sum to 1 per head).
         """
-        type_emb = self.node_type_emb(node_type)
-        edge_emb = self.edge_type_emb(edge_type)
-        aggr = self.propagate(edge_index, x=x, tn=type_emb, te=edge_emb, size=None)
+        dim, types = self.channels, self.type_dim
+        node = torch.cat([x, self.node_type_emb(node_type)], dim=-1)  # [h_v ; h_T(v)]
+        table = self.edge_type_emb.weight  # h_T(e) for every edge type
+        key_weight = self.lin_k.weight
+        aggr = self.propagate(
+            edge_index,
+            msg=self.lin_v(node),
+            query=self.lin_q(node),
+            key=F.linear(node, key_weight[:, : dim + types]),
+            edge_type=edge_type,
+            msg_edge=self.lin_e(table),
+            key_edge=F.linear(table, key_weight[:, dim + types :], self.lin_k.bias),
+            size=None,
+        )
         out = F.gelu(self.mlp(aggr) + x)
         alpha, self._alpha = self._alpha, None
         if return_attention_weights:
@@ -110,21 +121,29 @@ class EGATConv(MessagePassing):
 
     def message(
         self,
-        x_i: Tensor,
-        x_j: Tensor,
-        tn_i: Tensor,
-        tn_j: Tensor,
-        te: Tensor,
+        msg_j: Tensor,
+        query_j: Tensor,
+        key_i: Tensor,
+        edge_type: Tensor,
+        msg_edge: Tensor,
+        key_edge: Tensor,
         index: Tensor,
         ptr: Optional[Tensor],
         size_i: Optional[int],
     ) -> Tensor:
-        """``alpha_{s->t} m_{s->t}`` per edge (``_j``: source ``s``, ``_i``: target ``t``)."""
+        """``alpha_{s->t} m_{s->t}`` per edge (``_j``: source ``s``, ``_i``: target ``t``).
+
+        The projections of Eq. 2-3 are linear in the concatenations, so :meth:`forward`
+        computes them once per node (``msg``, ``query``, the node part of ``key``) and once
+        per edge type (``msg_edge`` = :math:`W_e h_{T(e)}`, ``key_edge``: the edge-type part
+        of :math:`W_k` with its bias); an edge gathers and adds them. At the selector's 40
+        candidates an evaluation turn's graph has several times more edges than nodes,
+        and the per-edge projections were most of the layer's time.
+        """
         heads, dim = self.heads, self.channels // self.heads
-        src = torch.cat([x_j, tn_j], dim=-1)
-        msg = (self.lin_v(src) + self.lin_e(te)).view(-1, heads, dim)
-        query = self.lin_q(src).view(-1, heads, dim)
-        key = self.lin_k(torch.cat([x_i, tn_i, te], dim=-1)).view(-1, heads, dim)
+        msg = (msg_j + msg_edge[edge_type]).view(-1, heads, dim)
+        query = query_j.view(-1, heads, dim)
+        key = (key_i + key_edge[edge_type]).view(-1, heads, dim)
         logits = (query * key).sum(dim=-1) / math.sqrt(dim)
         alpha = softmax(logits, index, ptr, size_i)
         self._alpha = alpha
