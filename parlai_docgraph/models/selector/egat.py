@@ -136,9 +136,10 @@ class EGATConv(MessagePassing):
         The projections of Eq. 2-3 are linear in the concatenations, so :meth:`forward`
         computes them once per node (``msg``, ``query``, the node part of ``key``) and once
         per edge type (``msg_edge`` = :math:`W_e h_{T(e)}`, ``key_edge``: the edge-type part
-        of :math:`W_k` with its bias); an edge gathers and adds them. At the selector's 40
-        candidates an evaluation turn's graph has several times more edges than nodes,
-        and the per-edge projections were most of the layer's time.
+        of :math:`W_k` with its bias); an edge gathers and adds them. An evaluation turn's
+        dialog-aware graph has about 3.6 edges a node (288 nodes and 1,034 edges at 40
+        candidates, 1,073 and 4,022 at 160), and the per-edge projections were most of
+        the layer's time.
         """
         heads, dim = self.heads, self.channels // self.heads
         msg = (msg_j + msg_edge[edge_type]).view(-1, heads, dim)
