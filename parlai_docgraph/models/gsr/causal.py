@@ -82,6 +82,18 @@ class CausalGSRModel(GSRModel):
         with merged_for_inference(self.lm):
             return super().generate_text(sources, config)
 
+    def search_rows(self, cache: Any, num_beams: int) -> Any:
+        """A beam search computes only the rows of the examples it is not done with
+        (:class:`~parlai_docgraph.models.finished_rows.FinishedExamples`; the same paths and
+        scores). Greedy search and caches that are no
+        :class:`~parlai_docgraph.models.kv_cache.GrowingCache` run every row."""
+        from parlai_docgraph.models.finished_rows import FinishedExamples, hf_model
+        from parlai_docgraph.models.kv_cache import GrowingCache
+
+        if num_beams <= 1 or type(cache) is not GrowingCache:
+            return super().search_rows(cache, num_beams)
+        return FinishedExamples(hf_model(self.lm), cache, num_beams)
+
     def prompt_cache(self, ids: torch.Tensor, mask: torch.Tensor, beams: int) -> Dict[str, Any]:
         """
         ``past_key_values``: the attention cache of every prompt token but the last, computed

@@ -248,23 +248,31 @@ class GSRModel(nn.Module):
 
     def _search(self, ids: torch.Tensor, mask: torch.Tensor, procs: Any, num_beams: int,
                 num_return: int, max_new_tokens: int, length_penalty: float) -> Any:
-        """``generate``'s beam search of :meth:`generate_paths` (every option explicit)."""
-        return self.lm.generate(
-            input_ids=ids,
-            attention_mask=mask,
-            num_beams=num_beams,
-            num_return_sequences=min(num_return, num_beams),
-            max_new_tokens=max_new_tokens,
-            length_penalty=length_penalty,
-            **self.prompt_cache(ids, mask, num_beams),
-            do_sample=False,
-            early_stopping=False,  # True stops once junk (-1e9) beams fill the finished list
-            logits_processor=procs,
-            output_scores=True,
-            return_dict_in_generate=True,
-            pad_token_id=self.pad_id,
-            eos_token_id=self.eos_id,
-        )
+        """``generate``'s beam search of :meth:`generate_paths` (every option explicit),
+        inside :meth:`search_rows`."""
+        cache = self.prompt_cache(ids, mask, num_beams)
+        with self.search_rows(cache.get("past_key_values"), num_beams):
+            return self.lm.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                num_beams=num_beams,
+                num_return_sequences=min(num_return, num_beams),
+                max_new_tokens=max_new_tokens,
+                length_penalty=length_penalty,
+                **cache,
+                do_sample=False,
+                early_stopping=False,  # True stops once junk (-1e9) beams fill the finished list
+                logits_processor=procs,
+                output_scores=True,
+                return_dict_in_generate=True,
+                pad_token_id=self.pad_id,
+                eos_token_id=self.eos_id,
+            )
+
+    def search_rows(self, cache: Any, num_beams: int) -> Any:
+        """The context a path search runs in: for a seq2seq LM none (every row of the batch
+        steps to the end; :class:`~.causal.CausalGSRModel` drops the rows of done examples)."""
+        return contextlib.nullcontext()
 
     def _paths_of(self, out: Any, n_sources: int, start: int) -> List[List[Tuple[List[int], float]]]:
         """``generate``'s sequences as ``(ids, score)`` per source, the ``start`` prompt

@@ -1,0 +1,146 @@
+"""
+A batched beam search that stops computing the examples it is done with.
+
+``transformers``' beam search (``GenerationMixin._beam_search``) keeps every example's
+``num_beams`` rows in each forward pass until the last example of the batch is done. An
+example is done once no running beam can beat its finished ones: after each step the
+search computes, per example, the flag
+
+.. math::
+
+    u_b \\leftarrow u_b \\wedge \\exists\\, k:\\;
+        \\frac{s^{run}_{b,1}}{(t - t_0)^{lp}} > \\min_j s^{fin}_{b,j}
+        \\quad (\\text{a finished slot not yet filled counts as } -10^9)
+
+(``_check_early_stop_heuristic``; :math:`s^{run}_{b,1}` the best running beam's summed
+log-probability, :math:`s^{fin}` the finished beams' length-normalised scores). Once
+:math:`u_b` is false it stays false, and from then on the search adds :math:`-10^9` to
+every new finished candidate of example :math:`b`, so none of its later logits can reach
+the output (its finished slots all hold more, or it would still be running). Its rows go
+on being computed only because the batch steps together.
+
+:class:`FinishedExamples` reads :math:`u` after each step and, at the next forward pass,
+runs the model on the rows of the examples with :math:`u_b` true only: the row inputs
+(``input_ids``, ``attention_mask``, ``position_ids``, ...) are indexed, the cache keeps those
+rows (``Cache.batch_select_indices``, once per example that drops out) and the beam reorder
+is translated onto them. The rows of done examples get zero logits, which the search
+then scores as it likes: they reach no output. The search, its scores and its stopping rule
+are ``transformers``' own; the returned sequences and scores are the same (tested on
+tiny random Llama, Qwen2 and GPT-2 against the plain search).
+
+Measured on ``docgraph:sample_kg`` valid with SmolLM2-135M (beam 5, 8 examples a batch,
+2 cores): 30% of the path searches' rows were rows of done examples (a search runs until
+the longest path any example explores ends; most examples end a few to fifteen steps
+before it).
+
+Decoder-only models only (an encoder-decoder's encoder outputs would need the same
+indexing); the hooks are on the Hugging Face model whose ``generate`` runs the search
+(under peft: the base model).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+from torch import nn
+
+#: per-row inputs of a decoder-only forward pass during ``generate``
+ROW_INPUTS = ("input_ids", "attention_mask", "position_ids", "token_type_ids", "inputs_embeds")
+
+
+def hf_model(lm: nn.Module) -> nn.Module:
+    """The Hugging Face model whose ``generate`` runs the search (peft: its base model)."""
+    return lm.get_base_model() if hasattr(lm, "get_base_model") else lm
+
+
+class FinishedExamples:
+    """
+    Context manager: inside it, ``model``'s beam searches over ``cache`` (a fresh
+    :class:`~transformers.DynamicCache`-like cache passed as ``past_key_values``, rows
+    example-major with ``num_beams`` rows each) compute only the rows of examples not done.
+    ``forward_rows`` counts the rows computed, ``skipped_rows`` those left out.
+    """
+
+    def __init__(self, model: nn.Module, cache: Any, num_beams: int) -> None:
+        self.model = model
+        self.cache = cache
+        self.beams = int(num_beams)
+        self.forward_rows = 0
+        self.skipped_rows = 0
+        self._live: Optional[torch.Tensor] = None  # [batch] bool: examples still searched
+        self._rows: Optional[torch.Tensor] = None  # the batch rows the cache holds (None: all)
+        self._full: Optional[int] = None  # the batch's row count while a pass is subset
+        self._handles: list = []
+
+    # ------------------------------------------------------------------ hooks
+    def _heuristic(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        flags = type(self.model)._check_early_stop_heuristic(*args, **kwargs)
+        self._live = flags.reshape(-1).clone()
+        return flags
+
+    def _before(self, module: nn.Module, args: tuple, kwargs: dict) -> Optional[tuple]:
+        ids = kwargs.get("input_ids")
+        self._full = None
+        if self._live is None or args or ids is None:  # the prefill, or an unknown call
+            self.forward_rows += 0 if ids is None else ids.shape[0]
+            return None
+        full = ids.shape[0]
+        rows = torch.nonzero(self._live.repeat_interleave(self.beams)).squeeze(1).to(ids.device)
+        if self._rows is None and rows.numel() == full:
+            self.forward_rows += full
+            return None
+        held = self._rows if self._rows is not None else torch.arange(full, device=ids.device)
+        if not torch.equal(held, rows):
+            self.cache.batch_select_indices(_positions(held, full)[rows])
+            self._rows = rows
+        for name in ROW_INPUTS:
+            value = kwargs.get(name)
+            if isinstance(value, torch.Tensor) and value.shape[0] == full:
+                kwargs[name] = value.index_select(0, rows)
+        self._full = full
+        self.forward_rows += rows.numel()
+        self.skipped_rows += full - rows.numel()
+        return args, kwargs
+
+    def _after(self, module: nn.Module, args: tuple, kwargs: dict, output: Any) -> Any:
+        if self._full is None:
+            return None
+        logits = output.logits
+        full = logits.new_zeros((self._full, *logits.shape[1:]))
+        full[self._rows.to(logits.device)] = logits
+        output.logits = full
+        self._full = None
+        return output
+
+    def _reorder(self, beam_idx: torch.LongTensor) -> None:
+        """The search's reorder (batch rows) applied to the rows the cache holds."""
+        if self._rows is None:
+            return self._plain_reorder(beam_idx)
+        rows = self._rows.to(beam_idx.device)
+        self._plain_reorder(_positions(rows, beam_idx.numel())[beam_idx[rows]])
+
+    # ------------------------------------------------------------------ context
+    def __enter__(self) -> "FinishedExamples":
+        self.model._check_early_stop_heuristic = self._heuristic
+        self._plain_reorder = self.cache.reorder_cache
+        self.cache.reorder_cache = self._reorder
+        self._handles = [
+            self.model.register_forward_pre_hook(self._before, with_kwargs=True),
+            self.model.register_forward_hook(self._after, with_kwargs=True),
+        ]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        del self.model._check_early_stop_heuristic
+        del self.cache.reorder_cache
+
+
+def _positions(rows: torch.Tensor, full: int) -> torch.Tensor:
+    """``[full]``: the index of each batch row within ``rows`` (-1 where absent)."""
+    where = torch.full((full,), -1, dtype=torch.long, device=rows.device)
+    where[rows] = torch.arange(rows.numel(), device=rows.device)
+    return where
