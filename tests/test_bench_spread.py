@@ -24,6 +24,15 @@ def test_sides_alternate_their_order():
         alternated({"a": lambda: None}, 0)
 
 
+def test_sides_take_turns_piece_by_piece():
+    calls = []
+    times = alternated({"a": lambda i: calls.append(("a", i)), "b": lambda i: calls.append(("b", i))},
+                       2, parts=3)
+    assert calls == [("a", 0), ("b", 0), ("b", 1), ("a", 1), ("a", 2), ("b", 2),
+                     ("b", 0), ("a", 0), ("a", 1), ("b", 1), ("b", 2), ("a", 2)]
+    assert {k: len(v) for k, v in times.items()} == {"a": 2, "b": 2}
+
+
 def test_spread_is_the_median_with_its_extremes():
     assert spread([1.2, 1.0, 5.0, 1.1, 0.9]) == {"median": 1.1, "min": 0.9, "max": 5.0, "reps": 5}
     # per-repetition ratios, not the ratio of the medians

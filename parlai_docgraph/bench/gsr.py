@@ -155,24 +155,25 @@ def _beam_ratio(model, inputs, turns, reps: int) -> Dict[str, Any]:
         trie.layout()  # the trie's arrays, built on first use, are built now
         return trie
 
-    tries = [[built(c) for c in cands] for _ in range(reps + 1)]  # fresh ones for each call
+    tries = [[built(c) for c in cands] for _ in range(reps + 1)]  # fresh ones for each rep
 
-    def constrained(with_trie_build: bool) -> None:
-        ready = None if with_trie_build else tries.pop()
-        for t, (src, c, s) in enumerate(zip(sources, cands, scores)):
-            trie = inputs.trie(c) if ready is None else ready[t]
-            model.generate_paths([src], [trie], [s], max_new_tokens=longest, **beams)
+    def constrained(t: int, with_trie_build: bool) -> None:
+        if t == 0 and not with_trie_build:
+            tries.pop()
+        trie = inputs.trie(cands[t]) if with_trie_build else tries[-1][t]
+        model.generate_paths([sources[t]], [trie], [scores[t]], max_new_tokens=longest, **beams)
 
-    def free() -> None:
-        for src, n in zip(sources, steps):
-            model.generate_paths([src], None, max_new_tokens=n, **beams)
+    def free(t: int) -> None:
+        model.generate_paths([sources[t]], None, max_new_tokens=steps[t], **beams)
 
-    def least() -> None:
+    def least(t: int) -> None:
         with _generate_wrapped(model, _with_least_processor):
-            free()
+            free(t)
 
-    times = alternated({"constrained": lambda: constrained(False), "unconstrained": free,
-                        "with_trie_build": lambda: constrained(True), "least": least}, reps)
+    # the sides take turns turn by turn (``parts``): a burst of load lands on both
+    times = alternated({"constrained": lambda t: constrained(t, False), "unconstrained": free,
+                        "with_trie_build": lambda t: constrained(t, True), "least": least},
+                       reps, parts=len(turns))
     ratio = ratio_spread(times["constrained"], times["unconstrained"])
     with_trie = ratio_spread(times["with_trie_build"], times["unconstrained"])
     floor = ratio_spread(times["least"], times["unconstrained"])

@@ -54,21 +54,33 @@ def pinned_threads(threads: int) -> Iterator[int]:
         torch.set_num_threads(before)
 
 
-def alternated(sides: Mapping[str, Callable[[], Any]], reps: int) -> Dict[str, List[float]]:
+def alternated(sides: Mapping[str, Callable[..., Any]], reps: int,
+               parts: Optional[int] = None) -> Dict[str, List[float]]:
     """
     Seconds of each of ``sides`` (name -> function to time) in ``reps`` repetitions: within
     a repetition every side runs once, in the given order on even repetitions and reversed
     on odd ones. Returns ``{name: [seconds per repetition]}``.
+
+    ``parts``: a repetition is ``parts`` pieces of work (a side is then called with the
+    piece's index, ``0 .. parts - 1``); the sides take turns piece by piece, the order
+    flipping at every piece, and a repetition's seconds are the sum over its pieces. The
+    two sides of a piece then run within milliseconds of each other rather than a whole
+    repetition apart, so a burst of load lands on both.
     """
     if reps < 1:
         raise ValueError("reps must be >= 1")
     names = list(sides)
     times: Dict[str, List[float]] = {name: [] for name in names}
     for rep in range(reps):
-        for name in names if rep % 2 == 0 else names[::-1]:
-            start = time.perf_counter()
-            sides[name]()
-            times[name].append(time.perf_counter() - start)
+        total = dict.fromkeys(names, 0.0)
+        for part in range(parts or 1):
+            flip = (rep + part) % 2 if parts else rep % 2
+            for name in names[::-1] if flip else names:
+                start = time.perf_counter()
+                sides[name](part) if parts else sides[name]()
+                total[name] += time.perf_counter() - start
+        for name in names:
+            times[name].append(total[name])
     return times
 
 
