@@ -8,12 +8,12 @@ search computes, per example, the flag
 
 .. math::
 
-    u_b \\leftarrow u_b \\wedge \\exists\\, k:\\;
-        \\frac{s^{run}_{b,1}}{(t - t_0)^{lp}} > \\min_j s^{fin}_{b,j}
-        \\quad (\\text{a finished slot not yet filled counts as } -10^9)
+    u_b \\leftarrow u_b \\wedge
+        \\frac{s^{run}_{b,1}}{(t - t_0)^{lp}} > \\min_j w_{b,j}
 
 (``_check_early_stop_heuristic``; :math:`s^{run}_{b,1}` the best running beam's summed
-log-probability, :math:`s^{fin}` the finished beams' length-normalised scores). Once
+log-probability after :math:`t - t_0` new tokens, :math:`w_{b,j}` the length-normalised
+score of finished slot :math:`j`, :math:`-10^9` while the slot is empty). Once
 :math:`u_b` is false it stays false, and from then on the search adds :math:`-10^9` to
 every new finished candidate of example :math:`b`, so none of its later logits can reach
 the output (its finished slots all hold more, or it would still be running). Its rows go
@@ -29,9 +29,9 @@ are ``transformers``' own; the returned sequences and scores are the same (teste
 tiny random Llama, Qwen2 and GPT-2 against the plain search).
 
 Measured on ``docgraph:sample_kg`` valid with SmolLM2-135M (beam 5, 8 examples a batch,
-2 cores): 30% of the path searches' rows were rows of done examples (a search runs until
-the longest path any example explores ends; most examples end a few to fifteen steps
-before it).
+2 cores): 1,470 of the 11,610 rows the path searches stepped (12.7%) were rows of done
+examples (a search runs until the longest path any example explores ends; most examples
+end a few to fifteen steps before it); path decoding took 73.4 s against 80.4 s.
 
 Decoder-only models only (an encoder-decoder's encoder outputs would need the same
 indexing); the hooks are on the Hugging Face model whose ``generate`` runs the search
