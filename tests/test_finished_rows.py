@@ -18,6 +18,7 @@ from parlai_docgraph.agents.gsr.evaluation import entity_scores
 from parlai_docgraph.kg import fields as kg_fields
 from parlai_docgraph.kg.linearize import Linearizer
 from parlai_docgraph.models import finished_rows
+from parlai_docgraph.models.adapters import base_model
 from parlai_docgraph.models.finished_rows import FinishedExamples
 from parlai_docgraph.models.gsr.build import build_gsr_model
 from parlai_docgraph.models.gsr.inputs import GSRInputs
@@ -71,7 +72,7 @@ def test_paths_equal_the_search_of_every_row(family, step2, family_dirs, sample_
         assert [ids for ids, _ in got] == [ids for ids, _ in want]
         assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-5)
     # the hooks and the shadowed methods are gone after the search
-    hf = finished_rows.hf_model(model.lm)
+    hf = base_model(model.lm)
     assert "_check_early_stop_heuristic" not in vars(hf)
     assert not hf._forward_hooks and not hf._forward_pre_hooks
 

@@ -74,8 +74,7 @@ def alternated(sides: Mapping[str, Callable[..., Any]], reps: int,
     for rep in range(reps):
         total = dict.fromkeys(names, 0.0)
         for part in range(parts or 1):
-            flip = (rep + part) % 2 if parts else rep % 2
-            for name in names[::-1] if flip else names:
+            for name in names[::-1] if (rep + part) % 2 else names:
                 start = time.perf_counter()
                 sides[name](part) if parts else sides[name]()
                 total[name] += time.perf_counter() - start

@@ -119,6 +119,12 @@ def apply_lora(model: nn.Module, settings: LoraSettings, new_token_ids: Sequence
         ) from e
 
 
+def base_model(model: nn.Module) -> nn.Module:
+    """The Hugging Face model under peft's wrapper (``model`` itself when not adapted): the
+    one whose ``generate`` runs a search and whose hooks see its forward passes."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
 def is_adapted(model: nn.Module) -> bool:
     """Whether ``model`` is a peft model."""
     return hasattr(model, "peft_config")

@@ -29,6 +29,8 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 import torch
 from transformers import GenerationConfig, LogitsProcessor, NoRepeatNGramLogitsProcessor, StoppingCriteria
 
+from parlai_docgraph.models.adapters import base_model
+
 LOG = logging.getLogger(__name__)
 #: ``--inference`` values that run as ``beam`` (HF ``generate`` cannot sample a prefix and
 #: then beam-search from it in one call; these were never more than ``beam`` here)
@@ -126,7 +128,7 @@ def positions_below(lm: Any, limit: int) -> Iterator[None]:
     stepping with the batch (their tokens are dropped) and would otherwise number past
     the table; live rows never reach the clamp (prompt + reply <= limit).
     """
-    model = lm.get_base_model() if hasattr(lm, "get_base_model") else lm  # LoRA: the HF model
+    model = base_model(lm)  # LoRA: the HF model
 
     def clamp(module: Any, args: Any, kwargs: dict) -> Any:
         if kwargs.get("position_ids") is not None:

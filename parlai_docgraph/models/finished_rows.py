@@ -49,11 +49,6 @@ from torch import nn
 ROW_INPUTS = ("input_ids", "attention_mask", "position_ids", "token_type_ids", "inputs_embeds")
 
 
-def hf_model(lm: nn.Module) -> nn.Module:
-    """The Hugging Face model whose ``generate`` runs the search (peft: its base model)."""
-    return lm.get_base_model() if hasattr(lm, "get_base_model") else lm
-
-
 class FinishedExamples:
     """
     Context manager: inside it, ``model``'s beam searches over ``cache`` (a fresh

@@ -87,12 +87,13 @@ class CausalGSRModel(GSRModel):
         (:class:`~parlai_docgraph.models.finished_rows.FinishedExamples`; the same paths and
         scores). Greedy search and caches that are no
         :class:`~parlai_docgraph.models.kv_cache.GrowingCache` run every row."""
-        from parlai_docgraph.models.finished_rows import FinishedExamples, hf_model
+        from parlai_docgraph.models.adapters import base_model
+        from parlai_docgraph.models.finished_rows import FinishedExamples
         from parlai_docgraph.models.kv_cache import GrowingCache
 
         if num_beams <= 1 or type(cache) is not GrowingCache:
             return super().search_rows(cache, num_beams)
-        return FinishedExamples(hf_model(self.lm), cache, num_beams)
+        return FinishedExamples(base_model(self.lm), cache, num_beams)
 
     def prompt_cache(self, ids: torch.Tensor, mask: torch.Tensor, beams: int) -> Dict[str, Any]:
         """
