@@ -351,12 +351,14 @@ def test_causal_losses_equal_the_full_logits_ones(lm_dirs, family):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_trie_head_scores_equal_the_full_output_layer(lm_dirs, sample_turns, family):
+def test_trie_head_scores_equal_the_full_output_layer(lm_dirs, sample_turns, family, monkeypatch):
     """Constrained search with the output layer on the tries' tokens only (the default
     ``lm_norm="allowed"``): the paths of the full layer, scores to float rounding; the
-    model's layer is itself again afterwards. ``vocab`` keeps the full layer."""
+    model's layer is itself again afterwards. ``vocab`` keeps the full layer. (These
+    models' heads are small: the least saving is lowered so that they are restricted.)"""
     from parlai_docgraph.models.gsr import trie_head
 
+    monkeypatch.setattr(trie_head, "MIN_SAVED_MACS", 0)
     model, tok, inputs = _build(lm_dirs[family])
     turns = sample_turns[:3]
     cands = [[kg_fields.json_to_path(p) for p in t["kg_candidates"]] for t in turns]
@@ -395,11 +397,36 @@ def test_trie_head_scores_equal_the_full_output_layer(lm_dirs, sample_turns, fam
     assert torch.isinf(out[..., outside]).all() and int(inputs.eos) in columns.tolist()
 
 
-def test_trie_head_reads_peft_token_rows_while_they_are_merged(lm_dirs):
+def test_trie_head_leaves_a_small_output_layer_alone(lm_dirs):
+    """Where the columns left out are fewer multiply-adds a row than ``MIN_SAVED_MACS``
+    (a tiny model's head: the restricted one costs more calls than it saves) the layer
+    computes in full; at the bound it is restricted."""
+    from parlai_docgraph.models.gsr import trie_head
+
+    model, _, inputs = _build(lm_dirs["llama"])
+    head = model.lm.get_output_embeddings()
+    columns = torch.tensor(sorted(model.special_ids + [inputs.eos]))
+    saved = (head.out_features - len(columns)) * head.in_features
+    assert saved < trie_head.MIN_SAVED_MACS
+    with trie_head.restricted_head(model.lm, columns):
+        assert "forward" not in vars(head)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(trie_head, "MIN_SAVED_MACS", saved)
+        with trie_head.restricted_head(model.lm, columns):
+            assert isinstance(vars(head)["forward"], trie_head.ColumnHead)
+        mp.setattr(trie_head, "MIN_SAVED_MACS", saved + 1)
+        with trie_head.restricted_head(model.lm, columns):
+            assert "forward" not in vars(head)
+
+
+def test_trie_head_reads_peft_token_rows_while_they_are_merged(lm_dirs, monkeypatch):
     """A LoRA model's output layer is peft's token-row wrapper: while generation has its
     rows merged in, the restricted layer computes with them; otherwise it is left alone."""
     from parlai_docgraph.models import adapters
+    from parlai_docgraph.models.gsr import trie_head
     from parlai_docgraph.models.gsr.trie_head import ColumnHead, restricted_head
+
+    monkeypatch.setattr(trie_head, "MIN_SAVED_MACS", 0)
 
     model, tok, inputs = _build(lm_dirs["qwen"], seed=2)
     model.lm = adapters.apply_lora(model.lm, adapters.LoraSettings(r=4), model.special_ids)

@@ -17,7 +17,12 @@ weights a decoding step multiplies (49,152 rows of 576); a turn's tries hold a f
 tokens.
 
 :func:`trie_columns` gives :math:`U`; inside :func:`restricted_head` the model's output layer
-computes as a :class:`ColumnHead`.
+computes as a :class:`ColumnHead` -- where that pays: the product it leaves out,
+:math:`(|V| - |U|) \cdot d` multiply-adds a row, must be at least :data:`MIN_SAVED_MACS`.
+A :class:`ColumnHead` step is three tensor calls (the product, a fill, an indexed write)
+where the plain layer is one; on the bundled tiny T5 (1,191 x 64, 5 beams) that was
+0.058 ms against 0.017 ms a step, 1.7% of its 2.4 ms step, while on SmolLM2-135M it
+leaves out about 28M of a row's 135M multiply-adds.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ from typing import Any, Iterator, Optional, Sequence
 import numpy as np
 import torch
 from torch import Tensor, nn
+
+#: the least multiply-adds a row that :func:`restricted_head` must leave out (module doc)
+MIN_SAVED_MACS = 1 << 20
 
 
 class ColumnHead:
@@ -71,9 +79,14 @@ def _linear_of(head: nn.Module) -> Optional[nn.Linear]:
 def restricted_head(lm: Any, columns: Tensor) -> Iterator[None]:
     """``lm``'s output layer computes as a :class:`ColumnHead` over ``columns`` inside the
     block (its ``forward`` shadowed on the instance, so peft's wrappers stay in place);
-    unchanged where the layer is no plain linear one (:func:`_linear_of`)."""
+    unchanged where the layer is no plain linear one (:func:`_linear_of`) or where the
+    columns left out are fewer than :data:`MIN_SAVED_MACS` multiply-adds a row."""
     head = lm.get_output_embeddings()
     linear = _linear_of(head) if isinstance(head, nn.Module) else None
+    if linear is not None:
+        vocab, width = linear.weight.shape
+        if (vocab - len(columns)) * width < MIN_SAVED_MACS:
+            linear = None
     if linear is None:
         yield
         return
