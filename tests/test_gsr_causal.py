@@ -293,6 +293,52 @@ def test_lora_updates_are_merged_while_generating_and_restored_exactly(lm_dirs, 
         assert not lora[0].merged and all(m.merged for m in lora[1:])
 
 
+def test_an_eval_batch_merges_the_adapters_once(lm_dirs, sample_turns, tmp_path, monkeypatch):
+    """``eval_step`` merges the LoRA updates and token rows once for its losses, both path
+    searches and the reply (each call merging on its own copied the embedding table in and
+    out), and leaves every weight as it was."""
+    from parlai.core.agents import create_agent
+    from parlai.core.params import ParlaiParser
+    from peft.tuners.lora import LoraLayer
+    from peft.tuners.trainable_tokens.layer import TrainableTokensLayer
+
+    opt = ParlaiParser(True, True).parse_args(
+        ["-m", "docgraph/gsr", "--gsr-model", str(lm_dirs["llama"]), "-t", "docgraph:sample_kg",
+         "--datapath", str(tmp_path), "--gsr-stage", "all", "--gsr-retrieval-steps", "2",
+         "--lora-r", "4", "--label-truncate", "8"])
+    agent = create_agent(opt)
+    lm = agent.gsr().lm
+    with torch.no_grad():  # a trained adapter: B is zero at initialisation
+        for m in lm.modules():
+            if isinstance(m, LoraLayer):
+                m.lora_B["default"].weight.normal_(0, 0.05)
+    before = {k: v.detach().clone() for k, v in lm.state_dict().items()}
+    merges = {"lora": 0, "rows": 0}
+    lora_types = {type(m) for m in lm.modules() if isinstance(m, LoraLayer)}
+    assert len(lora_types) == 1  # peft's LoRA linear layer, whose merge counts
+    for cls, key in ((lora_types.pop(), "lora"), (TrainableTokensLayer, "rows")):
+        real = cls.merge
+        monkeypatch.setattr(cls, "merge", lambda self, *a, _real=real, _key=key, **k:
+                            merges.__setitem__(_key, merges[_key] + 1) or _real(self, *a, **k))
+    searches = []
+    real_paths = type(agent.gsr()).generate_paths
+    monkeypatch.setattr(type(agent.gsr()), "generate_paths",
+                        lambda self, *a, **k: searches.append(1) or real_paths(self, *a, **k))
+    obs = []
+    for act in [a for a in sample_turns if a.get("kg_gold_paths")][:2]:
+        obs.append(agent.observe(dict(act, episode_done=True)))
+        agent.self_observe({})
+    agent.eval_step(agent.batchify(obs))
+    lora = sum(isinstance(m, LoraLayer) for m in lm.modules())
+    rows = sum(isinstance(m, TrainableTokensLayer) for m in lm.modules())
+    assert len(searches) >= 1 and lora and rows
+    assert merges == {"lora": lora, "rows": rows}  # once for the batch's every call
+    assert not any(getattr(m, "merged", False) for m in lm.modules()
+                   if isinstance(m, (LoraLayer, TrainableTokensLayer)))
+    for key, value in lm.state_dict().items():
+        assert torch.equal(value, before[key]), key
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_prompt_cache_gives_the_same_beams_and_runs_each_prompt_once(lm_dirs, sample_turns,
                                                                      family, monkeypatch):
