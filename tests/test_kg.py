@@ -462,6 +462,30 @@ def _finite(out: torch.Tensor) -> List[int]:
     return torch.isfinite(out[0]).nonzero().flatten().tolist()
 
 
+def test_processor_signature_is_read_not_rebuilt() -> None:
+    """What ``LogitsProcessorList`` inspects at each step is the instance's plain function
+    with a stored ``(input_ids, scores)`` signature (not a bound method, whose signature
+    inspect rebuilds per call), and calling through the list equals calling the processor."""
+    import inspect
+    import types
+
+    from transformers import LogitsProcessorList
+
+    trie = PathTrie()
+    trie.insert([5, 6, 1], [None, "X", None])
+    trie.insert([5, 7, 1], [None, "Y", None])
+    ids, scores = torch.tensor([[0, 5]]), torch.randn(1, 10)
+
+    def make():
+        return GraphConstrainedLogitsProcessor([trie], 1, entity_scores=[{"X": 3.0, "Y": 1.0}])
+
+    proc = make()
+    assert isinstance(proc.__call__, types.FunctionType) and "__signature__" in vars(proc.__call__)
+    assert list(inspect.signature(proc.__call__).parameters) == ["input_ids", "scores"]
+    assert torch.equal(LogitsProcessorList([proc])(ids, scores), make()(ids, scores))
+    assert _finite(make()(ids, scores)) == [6, 7]
+
+
 def test_processor_mask_mixing_and_safety() -> None:
     trie = PathTrie()
     trie.insert([5, 6, 1], [None, "X", None])
