@@ -466,7 +466,9 @@ def test_processor_signature_is_read_not_rebuilt() -> None:
     """What ``LogitsProcessorList`` inspects at each step is the instance's plain function
     with a stored ``(input_ids, scores)`` signature (not a bound method, whose signature
     inspect rebuilds per call), and calling through the list equals calling the processor."""
+    import copy
     import inspect
+    import pickle
     import types
 
     from transformers import LogitsProcessorList
@@ -484,6 +486,12 @@ def test_processor_signature_is_read_not_rebuilt() -> None:
     assert list(inspect.signature(proc.__call__).parameters) == ["input_ids", "scores"]
     assert torch.equal(LogitsProcessorList([proc])(ids, scores), make()(ids, scores))
     assert _finite(make()(ids, scores)) == [6, 7]
+    clone = copy.deepcopy(make())  # a copy's call function is its own, not the original's
+    clone.__call__(ids, scores)
+    assert len(clone._nodes[0]) > 1 and torch.equal(LogitsProcessorList([clone])(ids, scores), make()(ids, scores))
+    original = make()
+    pickle.loads(pickle.dumps(original)).__call__(ids, scores)
+    assert len(original._nodes[0]) == 1  # the unpickled one looked up its own prefixes
 
 
 def test_processor_mask_mixing_and_safety() -> None:

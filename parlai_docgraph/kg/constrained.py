@@ -118,6 +118,17 @@ class GraphConstrainedLogitsProcessor(LogitsProcessor):
         self._nodes: List[Dict[bytes, Optional[int]]] = [{b"": 0} for _ in self.tries]
         self.__call__ = _signed_call(self)  # what LogitsProcessorList inspects at each step
 
+    def __getstate__(self) -> Dict[str, object]:
+        """A copy or pickle leaves out the call function bound to this instance..."""
+        state = dict(self.__dict__)
+        state.pop("__call__", None)
+        return state
+
+    def __setstate__(self, state: Dict[str, object]) -> None:
+        """...and makes its own (:func:`_signed_call`)."""
+        self.__dict__.update(state)
+        self.__call__ = _signed_call(self)
+
     def _layout(self) -> "_Layout":
         """Per example the child ranges (``child_start``) and tokens as lists and the node
         offset, and the tokens and ``(1 - alpha) log p_graph`` of every node of every trie,
