@@ -174,7 +174,7 @@ def test_the_package_has_no_import_cycle() -> None:
 #: ``parlai_docgraph``; the package's ``__init__`` is ``""``.
 LAYERS = (
     ("", "_hook", "compat", "lazy_scripts", "env", "atomic", "memo", "nlp", "text_metrics", "metrics", "assets",
-     "reply_quality", "jsonio", "textnorm", "dataset_errors", "lazy"),
+     "reply_quality", "jsonio", "textnorm", "dataset_errors", "lazy", "signed_processor"),
     ("graphs", "kg", "recipes"),
     ("models",),
     ("tasks", "agents"),

@@ -67,18 +67,17 @@ without reading the scores. No loop over the vocabulary and none over the allowe
 
 from __future__ import annotations
 
-import inspect
 from bisect import bisect_left
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
-from transformers import LogitsProcessor
 
 from parlai_docgraph.kg.trie import PathTrie
+from parlai_docgraph.signed_processor import SignedProcessor
 
 
-class GraphConstrainedLogitsProcessor(LogitsProcessor):
+class GraphConstrainedLogitsProcessor(SignedProcessor):
     """
     Restrict beams to trie continuations and mix in ``log p_graph`` (Eq. 3-4).
 
@@ -116,18 +115,7 @@ class GraphConstrainedLogitsProcessor(LogitsProcessor):
         self._arrays: Optional[_Layout] = None
         # per example: a beam prefix's bytes -> its trie node (None: it left the trie)
         self._nodes: List[Dict[bytes, Optional[int]]] = [{b"": 0} for _ in self.tries]
-        self.__call__ = _signed_call(self)  # what LogitsProcessorList inspects at each step
-
-    def __getstate__(self) -> Dict[str, object]:
-        """A copy or pickle leaves out the call function bound to this instance..."""
-        state = dict(self.__dict__)
-        state.pop("__call__", None)
-        return state
-
-    def __setstate__(self, state: Dict[str, object]) -> None:
-        """...and makes its own (:func:`_signed_call`)."""
-        self.__dict__.update(state)
-        self.__call__ = _signed_call(self)
+        super().__init__()
 
     def _layout(self) -> "_Layout":
         """Per example the child ranges (``child_start``) and tokens as lists and the node
@@ -234,32 +222,6 @@ class GraphConstrainedLogitsProcessor(LogitsProcessor):
         # a padded copy writes its row's first value to the row's first column again
         out.scatter_(1, cols, self._alpha * lm + _on(torch.from_numpy(weights[index]), device))
         return out if out.dtype == scores.dtype else out.to(scores.dtype)
-
-
-#: ``(input_ids, scores)``: the signature :func:`_signed_call` carries
-_TWO_ARGS = inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-                               for name in ("input_ids", "scores")])
-
-
-def _signed_call(processor: LogitsProcessor):
-    """
-    ``processor``'s call as a plain function carrying its signature, to be set as the
-    instance's ``__call__`` attribute (calling the processor still runs the class's).
-
-    Why: ``transformers``' ``LogitsProcessorList`` runs ``inspect.signature(processor.__call__)``
-    at every decoding step. On the bound method that rebuilds a signature less ``self``
-    each time, even with one stored on the function (callgrind had measured 108k
-    instructions a step without one, 42k with it); on this function it is an attribute
-    read. cProfile of 32 tiny-T5 beam searches (beam 5, 272 steps each round):
-    ``inspect`` 0.110 s before and 0.052 s after, the free search's own 0.034-0.039 s.
-    """
-    kind = type(processor)
-
-    def call(input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        return kind.__call__(processor, input_ids, scores)
-
-    call.__signature__ = _TWO_ARGS  # type: ignore[attr-defined]
-    return call
 
 
 def graph_log_probs(child_start: np.ndarray, raw: np.ndarray, min_score: float) -> np.ndarray:

@@ -27,9 +27,10 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
 import torch
-from transformers import GenerationConfig, LogitsProcessor, NoRepeatNGramLogitsProcessor, StoppingCriteria
+from transformers import GenerationConfig, NoRepeatNGramLogitsProcessor, StoppingCriteria
 
 from parlai_docgraph.models.adapters import base_model
+from parlai_docgraph.signed_processor import SignedProcessor
 
 LOG = logging.getLogger(__name__)
 #: ``--inference`` values that run as ``beam`` (HF ``generate`` cannot sample a prefix and
@@ -105,7 +106,7 @@ class ReplyBudget(StoppingCriteria):
         return (input_ids.size(1) - self.start) >= budgets
 
 
-class ReplyNgramBlock(LogitsProcessor):
+class ReplyNgramBlock(SignedProcessor):
     """
     ``--beam-block-ngram n``: no n-gram twice within the reply (ParlAI's rule). HF's
     ``no_repeat_ngram_size`` reads the whole sequence of a decoder-only LM: it would
@@ -114,6 +115,7 @@ class ReplyNgramBlock(LogitsProcessor):
     """
 
     def __init__(self, n: int, start: int) -> None:
+        super().__init__()
         self.block = NoRepeatNGramLogitsProcessor(n)
         self.start = start
 

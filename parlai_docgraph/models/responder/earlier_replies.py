@@ -25,7 +25,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Sequence, Set, Tuple
 
 import torch
-from transformers import LogitsProcessor
+
+from parlai_docgraph.signed_processor import SignedProcessor
 
 #: per example: the first ``n - 1`` tokens of a blocked n-gram -> the tokens completing it
 Blocked = Dict[Tuple[int, ...], Set[int]]
@@ -63,7 +64,7 @@ def blocked_ngrams(tokenizer: Any, replies: Sequence[str], knowledge: str, n: in
     return table
 
 
-class EarlierReplyBlock(LogitsProcessor):
+class EarlierReplyBlock(SignedProcessor):
     """
     Row ``r`` (example ``r // per``: rows repeat an example per beam or returned sequence)
     may not write token ``t`` after the reply tokens ``p`` (those from column ``start``)
@@ -75,6 +76,7 @@ class EarlierReplyBlock(LogitsProcessor):
     def __init__(self, n: int, blocked: Sequence[Blocked], start: int) -> None:
         if n < 1:
             raise ValueError(f"--block-earlier-replies must be positive here, got {n}")
+        super().__init__()
         self.n = n
         self.blocked = list(blocked)
         self.start = start
