@@ -648,7 +648,8 @@ def _reference_step(trie: PathTrie, table, prefix: List[int], logp: torch.Tensor
 def test_processor_matches_the_per_token_arithmetic(seed, norm, alpha, scored) -> None:
     """The vectorised processor (one block per step, Katz rows precomputed per trie, prefixes
     memoised) against the per-token arithmetic of the module doc: two examples, three beams,
-    beams inside, at the end of and off their tries, over several steps."""
+    beams inside, at the end of and off their tries, over several steps; its numpy and
+    tensor arithmetic agree."""
     rng = np.random.default_rng(seed)
     eos, vocab = 1, 40
     tries, tables = [], []
@@ -664,7 +665,12 @@ def test_processor_matches_the_per_token_arithmetic(seed, norm, alpha, scored) -
     prefixes = [[] for _ in range(6)]
     for _ in range(5):
         scores = torch.randn(6, vocab)
-        out = proc(torch.tensor([[0] + p for p in prefixes]), scores)
+        ids = torch.tensor([[0] + p for p in prefixes])
+        out = proc(ids, scores)  # float32 on the CPU: numpy
+        twin = proc(ids, scores.double())  # any other dtype or device: tensor operations
+        assert twin.dtype == torch.float64
+        assert torch.equal(torch.isfinite(twin), torch.isfinite(out))
+        assert torch.allclose(twin[torch.isfinite(out)].float(), out[torch.isfinite(out)], atol=1e-5)
         logp = torch.log_softmax(scores, dim=-1)
         for row, prefix in enumerate(prefixes):
             want = _reference_step(tries[row // 3], tables[row // 3] if scored else None, prefix,
@@ -676,3 +682,29 @@ def test_processor_matches_the_per_token_arithmetic(seed, norm, alpha, scored) -
             allowed = sorted(want)
             prefixes[row] = prefix + [int(rng.choice(allowed)) if rng.random() < 0.85
                                       else int(rng.integers(2, vocab))]
+
+
+def test_processor_arithmetic_runs_in_numpy_for_float32_cpu_scores(monkeypatch) -> None:
+    """Float32 scores on the CPU take the numpy arithmetic, other dtypes the tensor one
+    (the path a GPU takes), for single-continuation and branching steps alike."""
+    trie = PathTrie()
+    trie.insert([5, 6, 1], [None, "X", None])
+    trie.insert([5, 7, 1], [None, "Y", None])
+    calls: List[str] = []
+    real = GraphConstrainedLogitsProcessor._mixed_tensor
+
+    def tensor(self, *args):
+        calls.append("tensor")
+        return real(self, *args)
+
+    monkeypatch.setattr(GraphConstrainedLogitsProcessor, "_mixed_tensor", tensor)
+    proc = GraphConstrainedLogitsProcessor([trie], 1, entity_scores=[{"X": 3.0, "Y": 1.0}])
+    for prefix in ([0], [0, 5]):  # one continuation (5), then two (6, 7)
+        ids, scores = torch.tensor([prefix]), torch.randn(1, 10)
+        fast = proc(ids, scores)
+        assert calls == [] and fast.dtype == torch.float32
+        slow = proc(ids, scores.half())
+        assert calls == ["tensor"] and slow.dtype == torch.float16
+        calls.clear()
+        assert _finite(fast) == _finite(slow) == ([5] if prefix == [0] else [6, 7])
+        assert torch.allclose(slow.float()[torch.isfinite(fast)], fast[torch.isfinite(fast)], atol=1e-2)
