@@ -65,8 +65,9 @@ def add_gsr_args(parser: ParlaiParser) -> None:
     # interactive: show the retrieved subgraph next to the reply. train_model's validation
     # (its --eval-batchsize, else -bs) evaluates EVAL_BATCHSIZE examples a batch: a decoding
     # step reads every weight once whatever the rows, so on a CPU batches of 8 evaluate
-    # the SmolLM2 model's 27 sample valid examples in 93 s against 160 s at 2 (16: slower),
-    # with the same paths, replies and metrics. Training batches stay -bs.
+    # the SmolLM2 model's 27 sample valid examples in 93 s against 160 s at 2, with the
+    # same paths, replies and metrics (16 gives the same batches there: a batch holds one
+    # turn of each of the split's 9 dialogues at most). Training batches stay -bs.
     parser.set_defaults(optimizer="adamw", learningrate=1e-3, gradient_clip=1.0,
                         display_add_fields="retrieved", eval_batchsize=EVAL_BATCHSIZE,
                         **RESPONSE_DECODING)
