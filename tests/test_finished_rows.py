@@ -77,9 +77,13 @@ def test_paths_equal_the_search_of_every_row(family, step2, family_dirs, sample_
     assert not hf._forward_hooks and not hf._forward_pre_hooks
 
 
-def test_reorder_and_compaction_follow_the_rows_held():
-    """Rows of examples 1 and 3 of 4 (2 beams each) held: a reorder of the batch's rows moves
-    the held rows as the same reorder of the whole cache would."""
+class _Model(torch.nn.Module):
+    @staticmethod
+    def _check_early_stop_heuristic(flags, running_beam_scores=None):
+        return flags
+
+
+def _cache_pair():
     from parlai_docgraph.models.kv_cache import GrowingCache
 
     torch.manual_seed(0)
@@ -87,13 +91,16 @@ def test_reorder_and_compaction_follow_the_rows_held():
     keys, values = torch.randn(8, 2, 3, 4), torch.randn(8, 2, 3, 4)
     whole.update(keys, values, 0)
     held.update(keys.clone(), values.clone(), 0)
+    return whole, held
 
-    class Model(torch.nn.Module):
-        @staticmethod
-        def _check_early_stop_heuristic(flags):
-            return flags
 
-    rows = FinishedExamples(Model(), held, num_beams=2)
+def test_reorder_and_compaction_follow_the_rows_held():
+    """Rows of examples 1 and 3 of 4 (2 beams each) held: a reorder of the batch's rows,
+    applied at the next forward pass, leaves the held rows as the same reorder of the
+    whole cache would, in the buffer the cache grew."""
+    whole, held = _cache_pair()
+    rows = FinishedExamples(_Model(), held, num_beams=2)
+    buffer = held.layers[0]._key_buffer.data_ptr()
     with rows:
         rows.model._check_early_stop_heuristic(torch.tensor([[False], [True], [False], [True]]))
         ids = torch.arange(8)[:, None]
@@ -103,8 +110,37 @@ def test_reorder_and_compaction_follow_the_rows_held():
         assert rows.skipped_rows == 4 and rows.forward_rows == 4
         beam_idx = torch.tensor([1, 1, 3, 2, 4, 4, 7, 7])  # within each example
         held.reorder_cache(beam_idx)
+        rows._before(rows.model, (), {"input_ids": ids})
     whole.reorder_cache(beam_idx)
     kept = torch.tensor([2, 3, 6, 7])
     assert torch.equal(held.layers[0].keys, whole.layers[0].keys[kept])
     assert torch.equal(held.layers[0].values, whole.layers[0].values[kept])
+    assert held.layers[0].keys.data_ptr() == buffer
     assert "reorder_cache" not in vars(held)
+
+
+def test_penalised_beams_are_left_out_and_their_rows_come_back_from_a_held_parent():
+    """Running scores with :data:`~finished_rows.PENALTY` (the surplus beams of a turn with
+    fewer paths than beams): those rows are not computed, an example with only penalised
+    beams counts as done, and a row whose new beam descends from a computed row is computed
+    again from that row's cache."""
+    whole, held = _cache_pair()
+    rows = FinishedExamples(_Model(), held, num_beams=2)
+    with rows:
+        flags = torch.ones(4, 1, dtype=torch.bool)
+        scores = torch.tensor([[-1.0, -2.0], [-1.5, -1e9], [-1e9, -1e9 - 3], [-0.5, -1e9]])
+        out = rows.model._check_early_stop_heuristic(flags, running_beam_scores=scores)
+        assert out.flatten().tolist() == [True, True, False, True]
+        ids = torch.arange(8)[:, None]
+        _, kwargs = rows._before(rows.model, (), {"input_ids": ids})
+        assert kwargs["input_ids"].flatten().tolist() == [0, 1, 2, 6]
+        beam_idx = torch.tensor([1, 0, 2, 2, 4, 5, 6, 6])  # row 3 now descends from row 2
+        held.reorder_cache(beam_idx)
+        scores = torch.tensor([[-1.0, -2.0], [-1.5, -1.6], [-1e9, -1e9], [-0.5, -1e9]])
+        rows.model._check_early_stop_heuristic(out, running_beam_scores=scores)
+        _, kwargs = rows._before(rows.model, (), {"input_ids": ids})
+        assert kwargs["input_ids"].flatten().tolist() == [0, 1, 2, 3, 6]
+    whole.reorder_cache(beam_idx)
+    kept = torch.tensor([0, 1, 2, 3, 6])
+    assert torch.equal(held.layers[0].keys, whole.layers[0].keys[kept])
+    assert rows.skipped_rows == 4 + 3

@@ -418,20 +418,25 @@ def test_trie_head_scores_equal_the_full_output_layer(lm_dirs, sample_turns, fam
         return model.generate_paths(sources, [inputs.trie(c) for c in cands], scores,
                                     num_beams=5, num_return=5, lm_norm=norm)
 
-    restricted = run()
+    compact = run()  # a causal model's default: the search over the compact vocabulary
     calls = []
     real = trie_head.restricted_head
     with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(CausalGSRModel, "narrowed", GSRModel.narrowed)  # full width, -inf outside
+        restricted = run()
         mp.setattr(trie_head, "restricted_head", lambda lm, cols: calls.append(cols) or
                    __import__("contextlib").nullcontext())
         full = run()
         run("vocab")
     assert len(calls) == 1  # only the allowed-token norm restricts the layer
     columns = calls[0]
-    assert [[p for p, _ in ex] for ex in restricted] == [[p for p, _ in ex] for ex in full]
-    assert all(abs(a - b) < 1e-4 for ea, eb in zip(restricted, full)
-               for (_, a), (_, b) in zip(ea, eb))
+    for narrowed in (restricted, compact):
+        assert [[p for p, _ in ex] for ex in narrowed] == [[p for p, _ in ex] for ex in full]
+        assert all(abs(a - b) < 1e-4 for ea, eb in zip(narrowed, full)
+                   for (_, a), (_, b) in zip(ea, eb))
+    embed = model.lm.get_input_embeddings()
     assert model.lm.get_output_embeddings() is head and "forward" not in vars(head)
+    assert "forward" not in vars(embed)
     hidden = torch.randn(4, 1, head.in_features)
     with real(model.lm, columns), torch.no_grad():
         out = model.lm.get_output_embeddings()(hidden)

@@ -79,6 +79,26 @@ def test_reorder_equals_index_select_and_copies_only_moved_rows(monkeypatch):
     assert mine._key_buffer is buffer and torch.equal(mine.keys, stock.keys)
 
 
+def test_select_rows_keeps_the_buffer_and_equals_the_stock_selection():
+    """``select_rows``: fewer or repeated rows, in the buffer while they fit (then the
+    next update appends to those rows only), a copy where they do not."""
+    mine, stock = _filled()
+    buffer = mine._key_buffer
+    for source in (torch.tensor([4, 1, 1]), torch.tensor([0, 2, 2, 1, 0])):
+        mine.select_rows(source)
+        stock.batch_select_indices(source)
+        assert torch.equal(mine.keys, stock.keys) and torch.equal(mine.values, stock.values)
+        assert mine._key_buffer is buffer
+        new = torch.randn(len(source), 2, 1, 4)
+        mine.update(new, new)
+        stock.update(new, new)
+        assert torch.equal(mine.keys, stock.keys) and mine._key_buffer is buffer
+    wide = torch.arange(7) % 5  # more rows than the buffer holds
+    mine.select_rows(wide)
+    stock.batch_select_indices(wide)
+    assert torch.equal(mine.keys, stock.keys) and torch.equal(mine.values, stock.values)
+
+
 def test_grows_in_place_and_rebuffers_a_replaced_cache():
     mine, stock = _filled(length=3)
     buffer = mine._key_buffer

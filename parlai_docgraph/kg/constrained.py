@@ -99,6 +99,7 @@ class GraphConstrainedLogitsProcessor(SignedProcessor):
         prefix_len: int = 1,
         min_score: float = 1e-6,
         lm_norm: str = "allowed",
+        vocab: Optional[torch.Tensor] = None,
     ) -> None:
         if not 0.0 <= alpha <= 1.0:
             raise ValueError("alpha must be in [0, 1]")
@@ -115,6 +116,10 @@ class GraphConstrainedLogitsProcessor(SignedProcessor):
         self._alpha = torch.tensor(alpha, dtype=torch.float)  # alpha * x as in float32 math
         self.prefix_len = prefix_len
         self.min_score = min_score
+        # the token of each score column (sorted), where the search runs over a compact
+        # vocabulary (:func:`~parlai_docgraph.models.gsr.trie_head.compact_vocab`): its ids
+        # are columns (eos_token_id stays a token id); None: column i is token i
+        self.vocab = None if vocab is None else vocab.cpu().numpy().astype(np.int64)
         self._arrays: Optional[_Layout] = None
         # per example: a beam prefix's bytes -> its trie node (None: it left the trie)
         self._nodes: List[Dict[bytes, Optional[int]]] = [{b"": 0} for _ in self.tries]
@@ -140,8 +145,10 @@ class GraphConstrainedLogitsProcessor(SignedProcessor):
                 at += len(token)
             tokens.append(np.asarray([self.eos_token_id], dtype=np.int64))
             weights.append(np.zeros(1, dtype=np.float32))
-            self._arrays = (starts, ids, offsets, np.concatenate(tokens),
-                            np.concatenate(weights))
+            columns = np.concatenate(tokens)
+            if self.vocab is not None:  # the tries' tokens and EOS as score columns
+                columns = np.searchsorted(self.vocab, columns)
+            self._arrays = (starts, ids, offsets, columns, np.concatenate(weights))
         return self._arrays
 
     def _weighted_graph(self, example: int, child_start: np.ndarray) -> np.ndarray:
@@ -179,6 +186,8 @@ class GraphConstrainedLogitsProcessor(SignedProcessor):
         n_rows = input_ids.shape[0]
         ids = input_ids if input_ids.device.type == "cpu" else input_ids.cpu()
         prefixes = ids.numpy()[:, self.prefix_len:].astype(np.int64, copy=False)
+        if self.vocab is not None:  # the trie is in token ids
+            prefixes = self.vocab[prefixes]
         rows = prefixes.tobytes()  # row r: the bytes [r * step, (r + 1) * step)
         step = prefixes.shape[1] * prefixes.itemsize
         last = prefixes[:, -1].tolist() if step else [0] * n_rows

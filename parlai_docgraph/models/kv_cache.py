@@ -16,7 +16,10 @@ freed memory stayed mapped).
   (the buffer doubles when full, so a search of ``T`` steps reallocates ``O(log T)`` times);
 * ``reorder_cache(beam_idx)`` copies only the rows whose source differs (``beam_idx[r] !=
   r``; a constrained path search keeps most beams in place inside an entity's name), and
-  nothing when ``beam_idx`` is the identity.
+  nothing when ``beam_idx`` is the identity;
+* ``select_rows(source)`` holds the rows ``source`` (fewer, more or repeated, up to the
+  buffer's rows) in the same buffer, so a search that computes a changing subset of its
+  rows (:mod:`~parlai_docgraph.models.finished_rows`) copies the rows that move only.
 
 The values the model reads are those of :class:`~transformers.DynamicLayer` at every
 step, so the outputs are the same (tested against the stock cache: beam and greedy, T5,
@@ -52,19 +55,22 @@ class GrowingLayer(DynamicLayer):
         has room for ``length`` positions of tensors shaped like ``new``."""
         if buffer is None or buffer.shape[-2] < length or buffer.dtype != new.dtype:
             return False
-        if buffer.shape[:2] != new.shape[:2] or buffer.shape[-1] != new.shape[-1]:
+        if buffer.shape[0] < new.shape[0] or buffer.shape[1:2] != new.shape[1:2]:
+            return False
+        if buffer.shape[-1] != new.shape[-1]:
             return False
         if held.numel() == 0:
-            return True
+            return buffer.shape[0] == new.shape[0]
         return (held.data_ptr() == buffer.data_ptr() and held.stride() == buffer.stride()
-                and held.shape[:2] == buffer.shape[:2])
+                and held.shape[:2] == new.shape[:2])
 
     @staticmethod
     def _grown(held: torch.Tensor, new: torch.Tensor, length: int, first: bool) -> torch.Tensor:
         """A buffer for ``length`` positions (exactly, for a first update such as a
         cross-attention cache; else with as much room again) holding ``held``."""
         room = length if first else max(2 * length, length + MIN_GROWTH)
-        buffer = new.new_empty((*new.shape[:2], room, new.shape[-1]))
+        rows = max(new.shape[0], held.shape[0] if held.dim() == new.dim() else 0)
+        buffer = new.new_empty((rows, new.shape[1], room, new.shape[-1]))
         if held.numel():
             buffer[:, :, : held.shape[-2]].copy_(held)
         return buffer
@@ -82,11 +88,30 @@ class GrowingLayer(DynamicLayer):
             self._key_buffer = self._grown(self.keys, key_states, end, first)
         if not self._owns(self.values, self._value_buffer, value_states, end):
             self._value_buffer = self._grown(self.values, value_states, end, first)
-        self._key_buffer[:, :, start:end].copy_(key_states)
-        self._value_buffer[:, :, start:end].copy_(value_states)
-        self.keys = self._key_buffer[:, :, :end]
-        self.values = self._value_buffer[:, :, :end]
+        rows = key_states.shape[0]
+        self._key_buffer[:rows, :, start:end].copy_(key_states)
+        self._value_buffer[:rows, :, start:end].copy_(value_states)
+        self.keys = self._key_buffer[:rows, :, :end]
+        self.values = self._value_buffer[:rows, :, :end]
         return self.keys, self.values
+
+    def select_rows(self, source: torch.Tensor) -> None:
+        """Row ``r`` becomes row ``source[r]`` and the cache holds ``len(source)`` rows,
+        at most the buffer's: rows copied only where ``source[r] != r``, in the buffer
+        (``batch_select_indices`` would copy every row into a new tensor, which the next
+        :meth:`update` copies again into a new buffer)."""
+        if not self.is_initialized or not self.keys.numel():
+            return
+        if self.keys.data_ptr() != self._key_buffer.data_ptr() or source.numel() > self._key_buffer.shape[0]:
+            self.batch_select_indices(source)
+            return
+        moved, origin = moved_rows(source)
+        end = self.keys.shape[-2]
+        for name, buffer in (("keys", self._key_buffer), ("values", self._value_buffer)):
+            filled = buffer[:, :, :end]
+            if moved.numel():
+                filled.index_copy_(0, moved, filled.index_select(0, origin))
+            setattr(self, name, filled[: source.numel()])
 
     def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
         """Row ``r`` becomes row ``beam_idx[r]``; only the rows that change are copied."""
@@ -129,6 +154,15 @@ class GrowingCache(DynamicCache):
                 layer.reorder_cache(beam_idx)
             elif layer.is_initialized:
                 layer.move_rows(moved.to(layer.device), source.to(layer.device))
+
+    def select_rows(self, source: torch.Tensor) -> None:
+        """Every layer holds the rows ``source`` of its current rows, in that order
+        (:meth:`GrowingLayer.select_rows`; other layers: ``batch_select_indices``)."""
+        for layer in self.layers:
+            if type(layer) is GrowingLayer:
+                layer.select_rows(source.to(layer.device))
+            elif layer.is_initialized:
+                layer.batch_select_indices(source.to(layer.device))
 
 
 class BeamEncoderDecoderCache(EncoderDecoderCache):

@@ -95,6 +95,24 @@ class CausalGSRModel(GSRModel):
             return super().search_rows(cache, num_beams)
         return FinishedExamples(base_model(self.lm), cache, num_beams)
 
+    def narrowed(self, columns: torch.Tensor, ids: torch.Tensor,
+                 beams: int) -> Tuple[Any, Optional[torch.Tensor]]:
+        """A search over the compact vocabulary of ``columns``, each prompt's last token,
+        padding and EOS (:func:`~.trie_head.compact_vocab`): every score the search
+        handles (the logits' copy, ``log_softmax``, the beam sums, ``topk``, the stored
+        scores) is as wide as those tokens, a few hundred, not 49,152 (SmolLM2). Its
+        inputs are the last prompt token and the tokens it generated, since the other
+        prompt tokens are in :meth:`prompt_cache`; without that cache (greedy, one-token
+        prompts), or where the output layer cannot be narrowed, the parent's
+        full-width head."""
+        from parlai_docgraph.models.gsr.trie_head import compact_vocab, narrowable
+
+        special = torch.tensor([self.pad_id, self.eos_id])
+        vocab = torch.unique(torch.cat([columns, ids[:, -1].cpu(), special]))
+        if beams <= 1 or ids.shape[1] < 2 or narrowable(self.lm, vocab) is None:
+            return super().narrowed(columns, ids, beams)
+        return compact_vocab(self.lm, vocab), vocab
+
     def prompt_cache(self, ids: torch.Tensor, mask: torch.Tensor, beams: int) -> Dict[str, Any]:
         """
         ``past_key_values``: the attention cache of every prompt token but the last, computed

@@ -225,32 +225,50 @@ class GSRModel(nn.Module):
         from transformers import LogitsProcessorList
 
         from parlai_docgraph.kg.constrained import GraphConstrainedLogitsProcessor
-        from parlai_docgraph.models.gsr.trie_head import restricted_head, trie_columns
+        from parlai_docgraph.models.gsr.trie_head import compact_ids, trie_columns
 
         if not sources:
             return []
         ids, mask = self.encode(sources)
         procs = LogitsProcessorList()
-        head = contextlib.nullcontext()
+        narrow: Any = contextlib.nullcontext()
+        vocab: Optional[torch.Tensor] = None
         if tries is not None and lm_norm == "allowed":  # the scores read the tries' tokens only
-            head = restricted_head(self.lm, trie_columns(tries, self.eos_id))
+            narrow, vocab = self.narrowed(trie_columns(tries, self.eos_id), ids, num_beams)
         if tries is not None:
             procs.append(
                 GraphConstrainedLogitsProcessor(
                     tries, self.eos_id, num_beams=num_beams, entity_scores=entity_scores, alpha=alpha,
-                    prefix_len=self.start_len(ids.shape[1]), lm_norm=lm_norm,
+                    prefix_len=self.start_len(ids.shape[1]), lm_norm=lm_norm, vocab=vocab,
                 )
             )
-        with head:
-            out = self._search(ids, mask, procs, num_beams, num_return, max_new_tokens,
-                               length_penalty)
+        special = torch.tensor([self.pad_id, self.eos_id])
+        pad, eos = special.tolist() if vocab is None else compact_ids(vocab, special).tolist()
+        cache = self.prompt_cache(ids, mask, num_beams)  # the prompts' own tokens
+        with narrow:
+            out = self._search(ids if vocab is None else compact_ids(vocab, ids), mask, procs,
+                               num_beams, num_return, max_new_tokens, length_penalty, cache,
+                               pad, eos)
+        if vocab is not None:
+            out.sequences = vocab.to(out.sequences.device)[out.sequences]
         return self._paths_of(out, len(sources), self.start_len(ids.shape[1]))
 
+    def narrowed(self, columns: torch.Tensor, ids: torch.Tensor,
+                 beams: int) -> Tuple[Any, Optional[torch.Tensor]]:
+        """``(context, vocab)`` for a search whose scores read the tokens ``columns`` only
+        (:mod:`~.trie_head`): here the output layer computes those columns and writes
+        ``-inf`` to the others (:func:`~.trie_head.restricted_head`; ``vocab`` None: the
+        search runs over the whole vocabulary)."""
+        from parlai_docgraph.models.gsr.trie_head import restricted_head
+
+        return restricted_head(self.lm, columns), None
+
     def _search(self, ids: torch.Tensor, mask: torch.Tensor, procs: Any, num_beams: int,
-                num_return: int, max_new_tokens: int, length_penalty: float) -> Any:
+                num_return: int, max_new_tokens: int, length_penalty: float,
+                cache: Dict[str, Any], pad: int, eos: int) -> Any:
         """``generate``'s beam search of :meth:`generate_paths` (every option explicit),
-        inside :meth:`search_rows`."""
-        cache = self.prompt_cache(ids, mask, num_beams)
+        inside :meth:`search_rows`: ``cache`` from :meth:`prompt_cache`, ``pad`` / ``eos``
+        the ids of padding and EOS in the search's vocabulary."""
         with self.search_rows(cache.get("past_key_values"), num_beams):
             return self.lm.generate(
                 input_ids=ids,
@@ -265,8 +283,8 @@ class GSRModel(nn.Module):
                 logits_processor=procs,
                 output_scores=True,
                 return_dict_in_generate=True,
-                pad_token_id=self.pad_id,
-                eos_token_id=self.eos_id,
+                pad_token_id=pad,
+                eos_token_id=eos,
             )
 
     def search_rows(self, cache: Any, num_beams: int) -> Any:
