@@ -95,9 +95,9 @@ def _cache_pair():
 
 
 def test_reorder_and_compaction_follow_the_rows_held():
-    """Rows of examples 1 and 3 of 4 (2 beams each) held: a reorder of the batch's rows,
-    applied at the next forward pass, leaves the held rows as the same reorder of the
-    whole cache would, in the buffer the cache grew."""
+    """Rows of examples 1 and 3 of 4 (2 beams each) held, those already in place kept
+    there: a reorder of the batch's rows, applied at the next forward pass, leaves the held
+    rows as the same reorder of the whole cache would, in the buffer the cache grew."""
     whole, held = _cache_pair()
     rows = FinishedExamples(_Model(), held, num_beams=2)
     buffer = held.layers[0]._key_buffer.data_ptr()
@@ -105,14 +105,16 @@ def test_reorder_and_compaction_follow_the_rows_held():
         rows.model._check_early_stop_heuristic(torch.tensor([[False], [True], [False], [True]]))
         ids = torch.arange(8)[:, None]
         _, kwargs = rows._before(rows.model, (), {"input_ids": ids, "position_ids": ids + 10})
-        assert kwargs["input_ids"].flatten().tolist() == [2, 3, 6, 7]
-        assert kwargs["position_ids"].flatten().tolist() == [12, 13, 16, 17]
+        # rows 2 and 3 keep their cache positions, 6 and 7 fill positions 0 and 1
+        assert kwargs["input_ids"].flatten().tolist() == [6, 7, 2, 3]
+        assert kwargs["position_ids"].flatten().tolist() == [16, 17, 12, 13]
         assert rows.skipped_rows == 4 and rows.forward_rows == 4
         beam_idx = torch.tensor([1, 1, 3, 2, 4, 4, 7, 7])  # within each example
         held.reorder_cache(beam_idx)
         rows._before(rows.model, (), {"input_ids": ids})
     whole.reorder_cache(beam_idx)
-    kept = torch.tensor([2, 3, 6, 7])
+    kept = rows._rows
+    assert sorted(kept.tolist()) == [2, 3, 6, 7]
     assert torch.equal(held.layers[0].keys, whole.layers[0].keys[kept])
     assert torch.equal(held.layers[0].values, whole.layers[0].values[kept])
     assert held.layers[0].keys.data_ptr() == buffer
@@ -133,14 +135,15 @@ def test_penalised_beams_are_left_out_and_their_rows_come_back_from_a_held_paren
         assert out.flatten().tolist() == [True, True, False, True]
         ids = torch.arange(8)[:, None]
         _, kwargs = rows._before(rows.model, (), {"input_ids": ids})
-        assert kwargs["input_ids"].flatten().tolist() == [0, 1, 2, 6]
+        assert kwargs["input_ids"].flatten().tolist() == [0, 1, 2, 6]  # 6 fills position 3
         beam_idx = torch.tensor([1, 0, 2, 2, 4, 5, 6, 6])  # row 3 now descends from row 2
         held.reorder_cache(beam_idx)
         scores = torch.tensor([[-1.0, -2.0], [-1.5, -1.6], [-1e9, -1e9], [-0.5, -1e9]])
         rows.model._check_early_stop_heuristic(out, running_beam_scores=scores)
         _, kwargs = rows._before(rows.model, (), {"input_ids": ids})
-        assert kwargs["input_ids"].flatten().tolist() == [0, 1, 2, 3, 6]
+        assert sorted(kwargs["input_ids"].flatten().tolist()) == [0, 1, 2, 3, 6]
+        assert torch.equal(kwargs["input_ids"].flatten(), rows._rows)
     whole.reorder_cache(beam_idx)
-    kept = torch.tensor([0, 1, 2, 3, 6])
+    kept = rows._rows
     assert torch.equal(held.layers[0].keys, whole.layers[0].keys[kept])
     assert rows.skipped_rows == 4 + 3

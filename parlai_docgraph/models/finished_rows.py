@@ -56,7 +56,7 @@ indexing); the hooks are on the Hugging Face model whose ``generate`` runs the s
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import torch
 from torch import nn
@@ -122,6 +122,7 @@ class FinishedExamples:
         if not rows.numel():  # nothing can reach the output: compute one held row
             rows, source = held[:1], source.new_zeros(1)
         if self._reordered is not None or not torch.equal(held, rows):
+            rows, source = _in_place(rows, source)
             self.cache.select_rows(source)
         self._rows, self._reordered = rows, None
         for name in ROW_INPUTS:
@@ -167,6 +168,26 @@ class FinishedExamples:
         self._handles = []
         del self.model._check_early_stop_heuristic
         del self.cache.reorder_cache
+
+
+def _in_place(rows: torch.Tensor, source: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``rows`` and their cache positions ``source`` reordered so that as many rows as can
+    keep their position: a row whose source is free and below ``len(rows)`` stays there,
+    the others fill the positions left. The cache then copies the rows that move only
+    (keeping the batch order, one row dropped near the start would move every row after
+    it)."""
+    src = source.tolist()
+    count = len(src)
+    at, taken = [-1] * count, [False] * count
+    for i, p in enumerate(src):
+        if p < count and not taken[p]:
+            at[i], taken[p] = p, True
+    free = (j for j in range(count) if not taken[j])
+    order = [0] * count
+    for i in range(count):
+        order[at[i] if at[i] >= 0 else next(free)] = i
+    index = torch.tensor(order, device=rows.device)
+    return rows[index], source[index]
 
 
 def _positions(rows: torch.Tensor, full: int) -> torch.Tensor:
